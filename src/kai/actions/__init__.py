@@ -1,0 +1,1 @@
+"""Scheduling actions (allocate, consolidation, reclaim, preempt, stalegangeviction), run on a session."""

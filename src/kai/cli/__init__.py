@@ -1,0 +1,1 @@
+"""The `kai` command line: a thin presentation layer over the library."""
