@@ -1,0 +1,62 @@
+"""Object metadata shared by every kind: name, namespace, labels, owners, creation time."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kai.api.errors import InputError, Source
+from kai.api.fields import Reader
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OwnerReference:
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+    controller: bool = False
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ObjectMeta:
+    name: str
+    namespace: str = ""
+    uid: str = ""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    owner_references: tuple[OwnerReference, ...] = ()
+    creation_timestamp: float | None = None
+
+
+def read_meta(raw: Mapping[str, Any], *, source: Source | None, kind: str, namespaced: bool) -> ObjectMeta:
+    """Parse `metadata`; a missing name is an error, a namespaced object defaults to `default`."""
+    meta = raw.get("metadata")
+    if not isinstance(meta, Mapping):
+        raise InputError(source=source, kind=kind, name="", field="metadata", problem="is missing")
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        raise InputError(source=source, kind=kind, name="", field="metadata.name", problem="is missing")
+    reader = Reader(meta, source=source, kind=kind, name=name, path="metadata")
+    owners = []
+    for ref in reader.children("ownerReferences"):
+        owners.append(
+            OwnerReference(
+                api_version=ref.str("apiVersion"),
+                kind=ref.str("kind"),
+                name=ref.str("name"),
+                uid=ref.str("uid"),
+                controller=ref.bool("controller", False),
+            )
+        )
+    namespace = reader.str("namespace", "default") if namespaced else ""
+    return ObjectMeta(
+        name=name,
+        namespace=namespace,
+        uid=reader.str("uid"),
+        labels=reader.string_map("labels"),
+        annotations=reader.string_map("annotations"),
+        owner_references=tuple(owners),
+        creation_timestamp=reader.timestamp("creationTimestamp"),
+    )

@@ -1,0 +1,79 @@
+"""Nodes: allocatable resources, labels, taints and whether new pods may land there."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kai.api.errors import Source
+from kai.api.fields import Reader
+from kai.api.meta import ObjectMeta, read_meta
+from kai.api.quantity import QuantityError, amount, cpu_millis
+
+GPU_MEMORY_LABEL = "nvidia.com/gpu.memory"
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+DEFAULT_GPU_MEMORY_MIB = 100  # KAI's DefaultGpuMemory when the label is missing
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Taint:
+    key: str
+    value: str
+    effect: str  # NoSchedule, PreferNoSchedule, NoExecute
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Node:
+    meta: ObjectMeta
+    allocatable: Mapping[str, float]  # cpu millicores, memory bytes, others base units; pods a count
+    taints: tuple[Taint, ...]
+    unschedulable: bool
+    ready: bool
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+    @property
+    def gpu_memory_mib(self) -> int:
+        """Memory of each GPU on the node, from the GPU feature discovery label."""
+        text = self.meta.labels.get(GPU_MEMORY_LABEL, "")
+        try:
+            value = int(text)
+        except ValueError:
+            return DEFAULT_GPU_MEMORY_MIB
+        return value if value > 0 else DEFAULT_GPU_MEMORY_MIB
+
+
+def parse_node(raw: Mapping[str, Any], *, source: Source | None) -> Node:
+    meta = read_meta(raw, source=source, kind="Node", namespaced=False)
+    top = Reader(raw, source=source, kind="Node", name=meta.name)
+    status = top.child("status")
+    key = "allocatable" if status.has("allocatable") else "capacity"
+    resources = status.string_map(key)
+    allocatable: dict[str, float] = {}
+    for name, value in resources.items():
+        try:
+            allocatable[name] = cpu_millis(value) if name == "cpu" else amount(value)
+        except QuantityError as exc:
+            raise status.error(f"{key}.{name}", str(exc)) from None
+    allocatable.setdefault("pods", 110.0)
+    spec = top.child("spec")
+    taints = []
+    for taint in spec.children("taints"):
+        effect = taint.str("effect")
+        if effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
+            raise taint.error("effect", f'must be NoSchedule, PreferNoSchedule or NoExecute, got "{effect}"')
+        taints.append(Taint(key=taint.str("key"), value=taint.str("value"), effect=effect))
+    ready = True
+    for cond in status.children("conditions"):
+        if cond.str("type") == "Ready":
+            ready = cond.str("status") == "True"
+    return Node(
+        meta=meta,
+        allocatable=allocatable,
+        taints=tuple(taints),
+        unschedulable=spec.bool("unschedulable", False),
+        ready=ready,
+    )

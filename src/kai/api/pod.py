@@ -1,0 +1,233 @@
+"""Pods as the scheduler sees them: requests, placement constraints, GPU-sharing annotations.
+
+The effective request follows Kubernetes: the sum over containers, at least the largest init
+container, plus pod overhead; a resource given only as a limit is requested at the limit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kai.api.errors import Source
+from kai.api.fields import Reader
+from kai.api.meta import ObjectMeta, read_meta
+from kai.api.quantity import QuantityError, amount, cpu_millis
+
+GPU_RESOURCE = "nvidia.com/gpu"
+GPU_FRACTION = "gpu-fraction"
+GPU_MEMORY = "gpu-memory"
+GPU_FRACTION_NUM_DEVICES = "gpu-fraction-num-devices"
+GPU_FRACTION_CONTAINER = "gpu-fraction-container-name"
+POD_GROUP_ANNOTATION = "pod-group-name"
+SUBGROUP_LABEL = "kai.scheduler/subgroup-name"
+TASK_PRIORITY_LABEL = "kai.scheduler/task-priority"
+GPU_GROUP_LABEL = "runai-gpu-group"
+PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class NodeSelectorRequirement:
+    key: str
+    operator: str  # In, NotIn, Exists, DoesNotExist, Gt, Lt
+    values: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class NodeSelectorTerm:
+    """All expressions must hold; `fields` are matchFields on `metadata.name`."""
+
+    expressions: tuple[NodeSelectorRequirement, ...]
+    fields: tuple[NodeSelectorRequirement, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Toleration:
+    key: str
+    operator: str  # Equal or Exists
+    value: str
+    effect: str  # "" matches every effect
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class GpuShare:
+    """A GPU-sharing request: a portion of each of `num_devices` devices, by fraction or by memory."""
+
+    fraction: float | None
+    memory_mib: int | None
+    num_devices: int
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Pod:
+    meta: ObjectMeta
+    scheduler_name: str
+    node_name: str
+    phase: str
+    requests: Mapping[str, float]  # cpu millicores, memory bytes, nvidia.com/gpu devices, others base units
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    affinity_terms: tuple[NodeSelectorTerm, ...] = ()  # required node affinity: any term must hold
+    tolerations: tuple[Toleration, ...] = ()
+    priority_class_name: str = ""
+    termination_grace_seconds: float = 30.0
+    gpu_share: GpuShare | None = None
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+    @property
+    def namespace(self) -> str:
+        return self.meta.namespace
+
+    @property
+    def key(self) -> str:
+        return f"{self.meta.namespace}/{self.meta.name}"
+
+
+def _container_requests(container: Reader) -> dict[str, float]:
+    resources = container.child("resources")
+    limits = resources.string_map("limits")
+    requests = resources.string_map("requests")
+    merged = dict(limits)
+    merged.update(requests)
+    out: dict[str, float] = {}
+    for name, value in merged.items():
+        key = "requests" if name in requests else "limits"
+        try:
+            out[name] = cpu_millis(value) if name == "cpu" else amount(value)
+        except QuantityError as exc:
+            raise resources.error(f"{key}.{name}", str(exc)) from None
+        if out[name] < 0:
+            raise resources.error(f"{key}.{name}", f"must not be negative, got {value}")
+    return out
+
+
+def parse_pod_spec_requests(spec: Reader) -> dict[str, float]:
+    """The effective resource request of a pod spec (also used for pod templates)."""
+    total: dict[str, float] = {}
+    for container in spec.children("containers"):
+        for name, value in _container_requests(container).items():
+            total[name] = total.get(name, 0.0) + value
+    for container in spec.children("initContainers"):
+        for name, value in _container_requests(container).items():
+            total[name] = max(total.get(name, 0.0), value)
+    overhead = spec.string_map("overhead")
+    for name, value in overhead.items():
+        try:
+            total[name] = total.get(name, 0.0) + (cpu_millis(value) if name == "cpu" else amount(value))
+        except QuantityError as exc:
+            raise spec.error(f"overhead.{name}", str(exc)) from None
+    return total
+
+
+def _requirements(items: list[Reader]) -> tuple[NodeSelectorRequirement, ...]:
+    out = []
+    for expr in items:
+        operator = expr.str("operator")
+        if operator not in ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"):
+            raise expr.error("operator", f"must be In, NotIn, Exists, DoesNotExist, Gt or Lt, got \"{operator}\"")
+        values = tuple(str(v) for v in expr.list("values"))
+        out.append(NodeSelectorRequirement(key=expr.str("key"), operator=operator, values=values))
+    return tuple(out)
+
+
+def _affinity_terms(spec: Reader) -> tuple[NodeSelectorTerm, ...]:
+    required = spec.child("affinity").child("nodeAffinity").child("requiredDuringSchedulingIgnoredDuringExecution")
+    terms = []
+    for term in required.children("nodeSelectorTerms"):
+        terms.append(
+            NodeSelectorTerm(
+                expressions=_requirements(term.children("matchExpressions")),
+                fields=_requirements(term.children("matchFields")),
+            )
+        )
+    return tuple(terms)
+
+
+def _tolerations(spec: Reader) -> tuple[Toleration, ...]:
+    out = []
+    for tol in spec.children("tolerations"):
+        operator = tol.str("operator", "Equal")
+        if operator not in ("Equal", "Exists"):
+            raise tol.error("operator", f'must be Equal or Exists, got "{operator}"')
+        out.append(Toleration(key=tol.str("key"), operator=operator, value=tol.str("value"), effect=tol.str("effect")))
+    return tuple(out)
+
+
+def parse_gpu_share(annotations: Mapping[str, str], requests: Mapping[str, float], reader: Reader) -> GpuShare | None:
+    """Validate the GPU-sharing annotations; None for a pod that does not share a GPU."""
+    fraction_text = annotations.get(GPU_FRACTION)
+    memory_text = annotations.get(GPU_MEMORY)
+    if fraction_text is None and memory_text is None:
+        if GPU_FRACTION_NUM_DEVICES in annotations:
+            raise reader.error(
+                f"metadata.annotations.{GPU_FRACTION_NUM_DEVICES}", f"needs {GPU_FRACTION} or {GPU_MEMORY}"
+            )
+        return None
+    if fraction_text is not None and memory_text is not None:
+        raise reader.error(f"metadata.annotations.{GPU_MEMORY}", f"cannot be combined with {GPU_FRACTION}")
+    if requests.get(GPU_RESOURCE, 0.0) > 0:
+        which = GPU_FRACTION if fraction_text is not None else GPU_MEMORY
+        raise reader.error(f"metadata.annotations.{which}", f"cannot be combined with a {GPU_RESOURCE} request")
+    fraction: float | None = None
+    memory: int | None = None
+    if fraction_text is not None:
+        try:
+            fraction = float(fraction_text)
+        except ValueError:
+            raise reader.error(
+                f"metadata.annotations.{GPU_FRACTION}", f'must be a number between 0 and 1, got "{fraction_text}"'
+            ) from None
+        if not 0 < fraction < 1:
+            raise reader.error(
+                f"metadata.annotations.{GPU_FRACTION}",
+                f'must be greater than 0 and less than 1, got "{fraction_text}"; request whole GPUs with '
+                f"{GPU_RESOURCE}",
+            )
+    if memory_text is not None:
+        try:
+            memory = int(memory_text)
+        except ValueError:
+            raise reader.error(
+                f"metadata.annotations.{GPU_MEMORY}", f'must be a whole number of MiB, got "{memory_text}"'
+            ) from None
+        if memory <= 0:
+            raise reader.error(f"metadata.annotations.{GPU_MEMORY}", f'must be greater than 0, got "{memory_text}"')
+    devices_text = annotations.get(GPU_FRACTION_NUM_DEVICES, "1")
+    try:
+        devices = int(devices_text)
+    except ValueError:
+        devices = 0
+    if devices < 1:
+        raise reader.error(
+            f"metadata.annotations.{GPU_FRACTION_NUM_DEVICES}", f'must be a whole number >= 1, got "{devices_text}"'
+        )
+    return GpuShare(fraction=fraction, memory_mib=memory, num_devices=devices)
+
+
+def parse_pod(raw: Mapping[str, Any], *, source: Source | None) -> Pod:
+    meta = read_meta(raw, source=source, kind="Pod", namespaced=True)
+    top = Reader(raw, source=source, kind="Pod", name=meta.name)
+    spec = top.child("spec")
+    if not spec.list("containers"):
+        raise spec.error("containers", "must list at least one container")
+    requests = parse_pod_spec_requests(spec)
+    phase = top.child("status").str("phase", "Pending")
+    if phase not in PHASES:
+        raise top.error("status.phase", f"must be one of {', '.join(PHASES)}, got \"{phase}\"")
+    grace = spec.number("terminationGracePeriodSeconds", 30.0)
+    return Pod(
+        meta=meta,
+        scheduler_name=spec.str("schedulerName", "default-scheduler"),
+        node_name=spec.str("nodeName"),
+        phase=phase,
+        requests=requests,
+        node_selector=spec.string_map("nodeSelector"),
+        affinity_terms=_affinity_terms(spec),
+        tolerations=_tolerations(spec),
+        priority_class_name=spec.str("priorityClassName"),
+        termination_grace_seconds=max(0.0, grace),
+        gpu_share=parse_gpu_share(meta.annotations, requests, top),
+    )

@@ -1,0 +1,73 @@
+"""The KAI Queue (`scheduling.run.ai/v2`): quota, limit and over-quota weight per resource.
+
+Units are the CRD's: gpu in devices (fractions allowed), cpu in millicores, memory in megabytes.
+Unset numeric fields read as 0, as in KAI (plain float64 fields without omitempty).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kai.api.errors import Source
+from kai.api.fields import Reader
+from kai.api.meta import ObjectMeta, read_meta
+
+DEFAULT_QUEUE_PRIORITY = 100
+QUEUE_RESOURCE_KEYS = ("gpu", "cpu", "memory")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class QueueResource:
+    quota: float
+    limit: float
+    over_quota_weight: float
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Queue:
+    meta: ObjectMeta
+    display_name: str
+    parent: str | None
+    priority: int
+    resources: Mapping[str, QueueResource]  # keyed gpu, cpu, memory
+    preempt_min_runtime: float | None
+    reclaim_min_runtime: float | None
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+
+def parse_queue(raw: Mapping[str, Any], *, source: Source | None) -> Queue:
+    meta = read_meta(raw, source=source, kind="Queue", namespaced=False)
+    spec = Reader(raw, source=source, kind="Queue", name=meta.name).child("spec")
+    resources = spec.child("resources")
+    parsed: dict[str, QueueResource] = {}
+    for key in QUEUE_RESOURCE_KEYS:
+        res = resources.child(key)
+        quota = res.number("quota", 0.0, problem="must be a number >= 0 or -1")
+        limit = res.number("limit", 0.0, problem="must be a number >= 0 or -1")
+        weight = res.number("overQuotaWeight", 0.0, problem="must be a number >= 0")
+        if quota < 0 and quota != -1:
+            raise res.error("quota", f"must be a number >= 0 or -1, got {quota:g}")
+        if limit < 0 and limit != -1:
+            raise res.error("limit", f"must be a number >= 0 or -1, got {limit:g}")
+        if weight < 0:
+            raise res.error("overQuotaWeight", f"must be a number >= 0, got {weight:g}")
+        if limit >= 0 and quota > limit:
+            raise res.error("quota", f"must not exceed limit ({limit:g}), got {quota:g}")
+        parsed[key] = QueueResource(quota=quota, limit=limit, over_quota_weight=weight)
+    parent = spec.str("parentQueue") or None
+    if parent == meta.name:
+        raise spec.error("parentQueue", "a queue cannot be its own parent")
+    return Queue(
+        meta=meta,
+        display_name=spec.str("displayName"),
+        parent=parent,
+        priority=spec.int("priority", DEFAULT_QUEUE_PRIORITY),
+        resources=parsed,
+        preempt_min_runtime=spec.duration("preemptMinRuntime"),
+        reclaim_min_runtime=spec.duration("reclaimMinRuntime"),
+    )
