@@ -23,9 +23,7 @@ class Source:
 class InputError(ValueError):
     """Unusable input. The message reads `file: document N: Kind name: field: problem`."""
 
-    def __init__(
-        self, *, source: Source | None, kind: str, name: str, field: str, problem: str
-    ) -> None:
+    def __init__(self, *, source: Source | None, kind: str, name: str, field: str, problem: str) -> None:
         self.source = source
         self.kind = kind
         self.name = name

@@ -71,7 +71,10 @@ class Reader:
 
     def error(self, key: str, problem: str) -> InputError:
         return InputError(
-            source=self.source, kind=self.kind, name=self.name, field=self.field(key) if key else self.path,
+            source=self.source,
+            kind=self.kind,
+            name=self.name,
+            field=self.field(key) if key else self.path,
             problem=problem,
         )
 
@@ -90,15 +93,17 @@ class Reader:
     def children(self, key: str) -> list[Reader]:
         """The list of mappings at `key` (empty if absent)."""
         out = []
-        for i, item in enumerate(self.list(key)):
+        for i, item in enumerate(self.sequence(key)):
             if not isinstance(item, Mapping):
                 raise self.error(f"{key}[{i}]", f"must be a mapping, got {_show(item)}")
             out.append(
-                Reader(item, source=self.source, kind=self.kind, name=self.name, path=f"{self.field(key)}[{i}]")
+                Reader(
+                    item, source=self.source, kind=self.kind, name=self.name, path=f"{self.field(key)}[{i}]"
+                )
             )
         return out
 
-    def list(self, key: str) -> list[Any]:
+    def sequence(self, key: str) -> list[Any]:
         value = self.raw.get(key)
         if value is None:
             return []
@@ -106,7 +111,7 @@ class Reader:
             raise self.error(key, f"must be a list, got {_show(value)}")
         return value
 
-    def str(self, key: str, default: str = "") -> str:
+    def text(self, key: str, default: str = "") -> str:
         value = self.raw.get(key)
         if value is None:
             return default
@@ -114,7 +119,7 @@ class Reader:
             raise self.error(key, f"must be a string, got {_show(value)}")
         return str(value)
 
-    def int(self, key: str, default: int, *, minimum: int | None = None) -> int:
+    def integer(self, key: str, default: int, *, minimum: int | None = None) -> int:
         value = self.raw.get(key)
         if value is None:
             return default
@@ -139,7 +144,7 @@ class Reader:
             raise self.error(key, f"{problem}, got {_show(value)}")
         return float(value)
 
-    def bool(self, key: str, default: bool) -> bool:
+    def flag(self, key: str, default: bool) -> bool:
         value = self.raw.get(key)
         if value is None:
             return default
@@ -186,7 +191,9 @@ class Reader:
         try:
             return parse_timestamp(str(value))
         except ValueError:
-            raise self.error(key, f'must be an RFC 3339 time such as 2026-01-01T00:00:00Z, got "{value}"') from None
+            raise self.error(
+                key, f'must be an RFC 3339 time such as 2026-01-01T00:00:00Z, got "{value}"'
+            ) from None
 
 
 def _show(value: object) -> str:

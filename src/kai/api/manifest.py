@@ -108,7 +108,9 @@ def split_documents(text: str, *, file: str) -> Iterator[Document]:
         else:
             loaded = list(yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
     except (yaml.YAMLError, json.JSONDecodeError) as exc:
-        raise InputError(source=None, kind="file", name=file, field="", problem=f"is not valid YAML/JSON: {exc}")
+        raise InputError(
+            source=None, kind="file", name=file, field="", problem=f"is not valid YAML/JSON: {exc}"
+        ) from None
     index = 0
     for doc in loaded:
         if doc is None:
@@ -120,7 +122,9 @@ def split_documents(text: str, *, file: str) -> Iterator[Document]:
         if doc.get("kind") == "List" and isinstance(doc.get("items"), list):
             for item in doc["items"]:
                 if not isinstance(item, Mapping):
-                    raise InputError(source=source, kind="List", name="", field="items", problem="must hold mappings")
+                    raise InputError(
+                        source=source, kind="List", name="", field="items", problem="must hold mappings"
+                    )
                 yield Document(raw=item, source=source)
             continue
         yield Document(raw=doc, source=source)

@@ -43,18 +43,18 @@ def read_meta(raw: Mapping[str, Any], *, source: Source | None, kind: str, names
     for ref in reader.children("ownerReferences"):
         owners.append(
             OwnerReference(
-                api_version=ref.str("apiVersion"),
-                kind=ref.str("kind"),
-                name=ref.str("name"),
-                uid=ref.str("uid"),
-                controller=ref.bool("controller", False),
+                api_version=ref.text("apiVersion"),
+                kind=ref.text("kind"),
+                name=ref.text("name"),
+                uid=ref.text("uid"),
+                controller=ref.flag("controller", False),
             )
         )
-    namespace = reader.str("namespace", "default") if namespaced else ""
+    namespace = reader.text("namespace", "default") if namespaced else ""
     return ObjectMeta(
         name=name,
         namespace=namespace,
-        uid=reader.str("uid"),
+        uid=reader.text("uid"),
         labels=reader.string_map("labels"),
         annotations=reader.string_map("annotations"),
         owner_references=tuple(owners),

@@ -62,18 +62,18 @@ def parse_node(raw: Mapping[str, Any], *, source: Source | None) -> Node:
     spec = top.child("spec")
     taints = []
     for taint in spec.children("taints"):
-        effect = taint.str("effect")
+        effect = taint.text("effect")
         if effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
             raise taint.error("effect", f'must be NoSchedule, PreferNoSchedule or NoExecute, got "{effect}"')
-        taints.append(Taint(key=taint.str("key"), value=taint.str("value"), effect=effect))
+        taints.append(Taint(key=taint.text("key"), value=taint.text("value"), effect=effect))
     ready = True
     for cond in status.children("conditions"):
-        if cond.str("type") == "Ready":
-            ready = cond.str("status") == "True"
+        if cond.text("type") == "Ready":
+            ready = cond.text("status") == "True"
     return Node(
         meta=meta,
         allocatable=allocatable,
         taints=tuple(taints),
-        unschedulable=spec.bool("unschedulable", False),
+        unschedulable=spec.flag("unschedulable", False),
         ready=ready,
     )

@@ -114,27 +114,32 @@ def parse_pod_spec_requests(spec: Reader) -> dict[str, float]:
         for name, value in _container_requests(container).items():
             total[name] = max(total.get(name, 0.0), value)
     overhead = spec.string_map("overhead")
-    for name, value in overhead.items():
+    for res_name, text in overhead.items():
         try:
-            total[name] = total.get(name, 0.0) + (cpu_millis(value) if name == "cpu" else amount(value))
+            value = cpu_millis(text) if res_name == "cpu" else amount(text)
         except QuantityError as exc:
-            raise spec.error(f"overhead.{name}", str(exc)) from None
+            raise spec.error(f"overhead.{res_name}", str(exc)) from None
+        total[res_name] = total.get(res_name, 0.0) + value
     return total
 
 
 def _requirements(items: list[Reader]) -> tuple[NodeSelectorRequirement, ...]:
     out = []
     for expr in items:
-        operator = expr.str("operator")
+        operator = expr.text("operator")
         if operator not in ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"):
-            raise expr.error("operator", f"must be In, NotIn, Exists, DoesNotExist, Gt or Lt, got \"{operator}\"")
-        values = tuple(str(v) for v in expr.list("values"))
-        out.append(NodeSelectorRequirement(key=expr.str("key"), operator=operator, values=values))
+            raise expr.error(
+                "operator", f'must be In, NotIn, Exists, DoesNotExist, Gt or Lt, got "{operator}"'
+            )
+        values = tuple(str(v) for v in expr.sequence("values"))
+        out.append(NodeSelectorRequirement(key=expr.text("key"), operator=operator, values=values))
     return tuple(out)
 
 
 def _affinity_terms(spec: Reader) -> tuple[NodeSelectorTerm, ...]:
-    required = spec.child("affinity").child("nodeAffinity").child("requiredDuringSchedulingIgnoredDuringExecution")
+    required = (
+        spec.child("affinity").child("nodeAffinity").child("requiredDuringSchedulingIgnoredDuringExecution")
+    )
     terms = []
     for term in required.children("nodeSelectorTerms"):
         terms.append(
@@ -149,14 +154,20 @@ def _affinity_terms(spec: Reader) -> tuple[NodeSelectorTerm, ...]:
 def _tolerations(spec: Reader) -> tuple[Toleration, ...]:
     out = []
     for tol in spec.children("tolerations"):
-        operator = tol.str("operator", "Equal")
+        operator = tol.text("operator", "Equal")
         if operator not in ("Equal", "Exists"):
             raise tol.error("operator", f'must be Equal or Exists, got "{operator}"')
-        out.append(Toleration(key=tol.str("key"), operator=operator, value=tol.str("value"), effect=tol.str("effect")))
+        out.append(
+            Toleration(
+                key=tol.text("key"), operator=operator, value=tol.text("value"), effect=tol.text("effect")
+            )
+        )
     return tuple(out)
 
 
-def parse_gpu_share(annotations: Mapping[str, str], requests: Mapping[str, float], reader: Reader) -> GpuShare | None:
+def parse_gpu_share(
+    annotations: Mapping[str, str], requests: Mapping[str, float], reader: Reader
+) -> GpuShare | None:
     """Validate the GPU-sharing annotations; None for a pod that does not share a GPU."""
     fraction_text = annotations.get(GPU_FRACTION)
     memory_text = annotations.get(GPU_MEMORY)
@@ -170,7 +181,9 @@ def parse_gpu_share(annotations: Mapping[str, str], requests: Mapping[str, float
         raise reader.error(f"metadata.annotations.{GPU_MEMORY}", f"cannot be combined with {GPU_FRACTION}")
     if requests.get(GPU_RESOURCE, 0.0) > 0:
         which = GPU_FRACTION if fraction_text is not None else GPU_MEMORY
-        raise reader.error(f"metadata.annotations.{which}", f"cannot be combined with a {GPU_RESOURCE} request")
+        raise reader.error(
+            f"metadata.annotations.{which}", f"cannot be combined with a {GPU_RESOURCE} request"
+        )
     fraction: float | None = None
     memory: int | None = None
     if fraction_text is not None:
@@ -178,7 +191,8 @@ def parse_gpu_share(annotations: Mapping[str, str], requests: Mapping[str, float
             fraction = float(fraction_text)
         except ValueError:
             raise reader.error(
-                f"metadata.annotations.{GPU_FRACTION}", f'must be a number between 0 and 1, got "{fraction_text}"'
+                f"metadata.annotations.{GPU_FRACTION}",
+                f'must be a number between 0 and 1, got "{fraction_text}"',
             ) from None
         if not 0 < fraction < 1:
             raise reader.error(
@@ -194,7 +208,9 @@ def parse_gpu_share(annotations: Mapping[str, str], requests: Mapping[str, float
                 f"metadata.annotations.{GPU_MEMORY}", f'must be a whole number of MiB, got "{memory_text}"'
             ) from None
         if memory <= 0:
-            raise reader.error(f"metadata.annotations.{GPU_MEMORY}", f'must be greater than 0, got "{memory_text}"')
+            raise reader.error(
+                f"metadata.annotations.{GPU_MEMORY}", f'must be greater than 0, got "{memory_text}"'
+            )
     devices_text = annotations.get(GPU_FRACTION_NUM_DEVICES, "1")
     try:
         devices = int(devices_text)
@@ -202,7 +218,8 @@ def parse_gpu_share(annotations: Mapping[str, str], requests: Mapping[str, float
         devices = 0
     if devices < 1:
         raise reader.error(
-            f"metadata.annotations.{GPU_FRACTION_NUM_DEVICES}", f'must be a whole number >= 1, got "{devices_text}"'
+            f"metadata.annotations.{GPU_FRACTION_NUM_DEVICES}",
+            f'must be a whole number >= 1, got "{devices_text}"',
         )
     return GpuShare(fraction=fraction, memory_mib=memory, num_devices=devices)
 
@@ -211,23 +228,23 @@ def parse_pod(raw: Mapping[str, Any], *, source: Source | None) -> Pod:
     meta = read_meta(raw, source=source, kind="Pod", namespaced=True)
     top = Reader(raw, source=source, kind="Pod", name=meta.name)
     spec = top.child("spec")
-    if not spec.list("containers"):
+    if not spec.sequence("containers"):
         raise spec.error("containers", "must list at least one container")
     requests = parse_pod_spec_requests(spec)
-    phase = top.child("status").str("phase", "Pending")
+    phase = top.child("status").text("phase", "Pending")
     if phase not in PHASES:
-        raise top.error("status.phase", f"must be one of {', '.join(PHASES)}, got \"{phase}\"")
+        raise top.error("status.phase", f'must be one of {", ".join(PHASES)}, got "{phase}"')
     grace = spec.number("terminationGracePeriodSeconds", 30.0)
     return Pod(
         meta=meta,
-        scheduler_name=spec.str("schedulerName", "default-scheduler"),
-        node_name=spec.str("nodeName"),
+        scheduler_name=spec.text("schedulerName", "default-scheduler"),
+        node_name=spec.text("nodeName"),
         phase=phase,
         requests=requests,
         node_selector=spec.string_map("nodeSelector"),
         affinity_terms=_affinity_terms(spec),
         tolerations=_tolerations(spec),
-        priority_class_name=spec.str("priorityClassName"),
+        priority_class_name=spec.text("priorityClassName"),
         termination_grace_seconds=max(0.0, grace),
         gpu_share=parse_gpu_share(meta.annotations, requests, top),
     )

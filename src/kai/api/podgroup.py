@@ -40,31 +40,33 @@ class PodGroup:
 def parse_podgroup(raw: Mapping[str, Any], *, source: Source | None) -> PodGroup:
     meta = read_meta(raw, source=source, kind="PodGroup", namespaced=True)
     spec = Reader(raw, source=source, kind="PodGroup", name=meta.name).child("spec")
-    min_member = spec.int("minMember", 1)
+    min_member = spec.integer("minMember", 1)
     if min_member < 1:
         raise spec.error("minMember", f"must be at least 1, got {min_member}")
-    preemptibility = spec.str("preemptibility") or None
+    preemptibility = spec.text("preemptibility") or None
     if preemptibility not in (None, PREEMPTIBLE, NON_PREEMPTIBLE):
-        raise spec.error("preemptibility", f'must be "preemptible" or "non-preemptible", got "{preemptibility}"')
+        raise spec.error(
+            "preemptibility", f'must be "preemptible" or "non-preemptible", got "{preemptibility}"'
+        )
     sub_groups = []
     seen: set[str] = set()
     for sub in spec.children("subGroups"):
-        name = sub.str("name")
+        name = sub.text("name")
         if not name:
             raise sub.error("name", "is missing")
         if name in seen:
             raise sub.error("name", f'duplicate subgroup name "{name}"')
         seen.add(name)
-        sub_min = sub.int("minMember", 1)
+        sub_min = sub.integer("minMember", 1)
         if sub_min < 0:
             raise sub.error("minMember", f"must be at least 0, got {sub_min}")
-        sub_groups.append(SubGroup(name=name, min_member=sub_min, parent=sub.str("parent") or None))
+        sub_groups.append(SubGroup(name=name, min_member=sub_min, parent=sub.text("parent") or None))
     by_name = {s.name: s for s in sub_groups}
-    for i, sub in enumerate(sub_groups):
-        if sub.parent is not None and sub.parent not in by_name:
-            raise spec.error(f"subGroups[{i}].parent", f'names unknown subgroup "{sub.parent}"')
-        seen_chain = {sub.name}
-        cursor = sub.parent
+    for i, group in enumerate(sub_groups):
+        if group.parent is not None and group.parent not in by_name:
+            raise spec.error(f"subGroups[{i}].parent", f'names unknown subgroup "{group.parent}"')
+        seen_chain = {group.name}
+        cursor = group.parent
         while cursor is not None:
             if cursor in seen_chain:
                 raise spec.error(f"subGroups[{i}].parent", "subgroup parents form a cycle")
@@ -73,8 +75,8 @@ def parse_podgroup(raw: Mapping[str, Any], *, source: Source | None) -> PodGroup
     return PodGroup(
         meta=meta,
         min_member=min_member,
-        queue=spec.str("queue"),
-        priority_class_name=spec.str("priorityClassName"),
+        queue=spec.text("queue"),
+        priority_class_name=spec.text("priorityClassName"),
         preemptibility=preemptibility,
         sub_groups=tuple(sub_groups),
     )

@@ -36,10 +36,10 @@ def parse_priority_class(raw: Mapping[str, Any], *, source: Source | None) -> Pr
     top = Reader(raw, source=source, kind="PriorityClass", name=meta.name)
     if not top.has("value"):
         raise top.error("value", "is missing")
-    policy = top.str("preemptionPolicy", "PreemptLowerPriority")
+    policy = top.text("preemptionPolicy", "PreemptLowerPriority")
     if policy not in ("PreemptLowerPriority", "Never"):
         raise top.error("preemptionPolicy", f'must be PreemptLowerPriority or Never, got "{policy}"')
-    return PriorityClass(meta=meta, value=top.int("value", 0), preemption_policy=policy)
+    return PriorityClass(meta=meta, value=top.integer("value", 0), preemption_policy=policy)
 
 
 def default_priority_class(name: str, value: int) -> PriorityClass:

@@ -59,14 +59,14 @@ def parse_queue(raw: Mapping[str, Any], *, source: Source | None) -> Queue:
         if limit >= 0 and quota > limit:
             raise res.error("quota", f"must not exceed limit ({limit:g}), got {quota:g}")
         parsed[key] = QueueResource(quota=quota, limit=limit, over_quota_weight=weight)
-    parent = spec.str("parentQueue") or None
+    parent = spec.text("parentQueue") or None
     if parent == meta.name:
         raise spec.error("parentQueue", "a queue cannot be its own parent")
     return Queue(
         meta=meta,
-        display_name=spec.str("displayName"),
+        display_name=spec.text("displayName"),
         parent=parent,
-        priority=spec.int("priority", DEFAULT_QUEUE_PRIORITY),
+        priority=spec.integer("priority", DEFAULT_QUEUE_PRIORITY),
         resources=parsed,
         preempt_min_runtime=spec.duration("preemptMinRuntime"),
         reclaim_min_runtime=spec.duration("reclaimMinRuntime"),

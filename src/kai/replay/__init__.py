@@ -1,1 +1,1 @@
-"""Trace replay: runs public GPU cluster traces through the real scheduling core to measure placement quality."""
+"""Trace replay: public GPU cluster traces run through the real scheduling core to measure packing."""

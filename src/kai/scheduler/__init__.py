@@ -1,1 +1,1 @@
-"""The scheduling cycle: configuration, plugin and action registries, and the one function that runs a cycle."""
+"""The scheduling cycle: plugin and action registries, and the one function that runs a cycle."""

@@ -1,1 +1,1 @@
-"""The embedded simulated cluster behind `kai sim` and `kai demo`: object store, controllers, virtual clock."""
+"""The embedded simulated cluster behind `kai sim` and `kai demo`: store, controllers, virtual clock."""

@@ -1,0 +1,61 @@
+"""The allocate action: start pending jobs on free resources, gangs whole, elastic jobs pod by pod.
+
+Reads top-down: pop the best job across the queue tree; check its queue's capacity gates; open
+a statement; place the attempt's tasks (the missing gang, else one more pod); commit or discard;
+push an elastic job back to try one more pod later. Unschedulable jobs get a condition saying why.
+"""
+
+from __future__ import annotations
+
+from kai.actions.common.job_order import JobsByQueue
+from kai.actions.common.placement import place_tasks
+from kai.core.decisions import JobStart
+from kai.core.model import Job, TaskStatus
+from kai.core.session import Session
+from kai.core.statement import Statement
+
+UNSCHEDULABLE = "Unschedulable"
+
+
+def _candidates(session: Session) -> list[Job]:
+    jobs = []
+    for job in session.snapshot.jobs:
+        if not session.pending_tasks(job):
+            continue
+        if job.problem is not None:
+            session.record_condition(job, job.problem.reason, job.problem.message)
+            continue
+        jobs.append(job)
+    return jobs
+
+
+class AllocateAction:
+    name = "allocate"
+
+    def execute(self, session: Session) -> None:
+        order = JobsByQueue(session, _candidates(session))
+        while (job := order.pop()) is not None:
+            tasks = session.tasks_to_allocate(job)
+            if not tasks:
+                continue
+            request = session.job_request(tasks)
+            rejected = next(
+                (c for check in session.capacity_checks if (c := check(session, job, request)) is not None),
+                None,
+            )
+            if rejected is not None:
+                session.conditions[job.index] = rejected
+                continue
+            was_idle = session.alive_count(job) == 0
+            stmt = Statement(session, action=self.name)
+            error = place_tasks(session, stmt, job, tasks)
+            if error is not None:
+                stmt.discard()
+                session.record_condition(job, UNSCHEDULABLE, error)
+                continue
+            stmt.commit()
+            session.conditions.pop(job.index, None)
+            if was_idle and any(session.status[t.index] == TaskStatus.ALLOCATED for t in tasks):
+                session.starts.append(JobStart(podgroup=job.key))
+            if session.pending_tasks(job):
+                order.push(job)

@@ -1,0 +1,1 @@
+"""Building blocks the actions share: job ordering across queues and task placement."""

@@ -1,0 +1,63 @@
+"""Pops jobs in KAI's hierarchical order: best queue at each level of the tree, then best job.
+
+At each level, sibling queues are compared (by the session's queue order, which uses each
+queue's best pending job) and the winner's subtree is entered, down to a leaf queue, whose best
+job (by the session's job key) is popped. A job pushed back (elastic growth) re-enters its
+leaf's heap with a fresh key.
+"""
+
+from __future__ import annotations
+
+import functools
+import heapq
+from collections.abc import Iterable
+
+from kai.core.model import Job
+from kai.core.session import Session
+
+
+class JobsByQueue:
+    def __init__(self, session: Session, jobs: Iterable[Job]) -> None:
+        self.session = session
+        self.heaps: dict[int, list[tuple[tuple[object, ...], int]]] = {}
+        self.popped: dict[int, int] = {}
+        for job in jobs:
+            self.push(job)
+
+    def push(self, job: Job) -> None:
+        heapq.heappush(self.heaps.setdefault(job.queue, []), (self.session.job_key(job), job.index))
+
+    def _best_job(self, queue: int) -> Job | None:
+        """The job this queue's subtree would yield next, or None if the subtree has none."""
+        queues = self.session.snapshot.queues
+        if queues[queue].is_leaf:
+            heap = self.heaps.get(queue)
+            return self.session.snapshot.jobs[heap[0][1]] if heap else None
+        child = self._best_child(queue)
+        return None if child is None else self._best_job(child)
+
+    def _pick(self, candidates: list[int]) -> int | None:
+        pairs = [(q, self._best_job(q)) for q in candidates]
+        live = [(q, j) for q, j in pairs if j is not None]
+        if not live:
+            return None
+
+        def compare(a: tuple[int, Job], b: tuple[int, Job]) -> int:
+            return self.session.compare_queues(a[0], b[0], a[1], b[1])
+
+        return min(live, key=functools.cmp_to_key(compare))[0]
+
+    def _best_child(self, queue: int) -> int | None:
+        return self._pick(list(self.session.snapshot.queues[queue].children))
+
+    def pop(self) -> Job | None:
+        roots = [q.index for q in self.session.snapshot.queues if q.parent < 0]
+        current = self._pick(roots)
+        if current is None:
+            return None
+        while not self.session.snapshot.queues[current].is_leaf:
+            child = self._best_child(current)
+            assert child is not None, "a queue with a pending job has a child with one"
+            current = child
+        _, job_index = heapq.heappop(self.heaps[current])
+        return self.session.snapshot.jobs[job_index]

@@ -1,0 +1,55 @@
+"""Placing tasks on nodes inside a statement: filter, score, pick, record.
+
+The node with the highest total score wins; ties go to the lowest node index (nodes are sorted
+by name), so the same input always gives the same placement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from kai.core import fit as fit_lib
+from kai.core.model import Job, Task, TaskStatus
+from kai.core.scores import FITS_IDLE, SHARED_GPU_FITS
+from kai.core.session import Session
+from kai.core.statement import Statement
+
+
+def place_task(session: Session, stmt: Statement, task: Task, *, allow_pipeline: bool = True) -> str | None:
+    """Place one task; returns None on success, else the fit-error summary."""
+    fit = fit_lib.find_fit(session, task)
+    candidates = fit.later if allow_pipeline else fit.now
+    if not candidates.any():
+        return fit_lib.fit_errors(session, task, fit)
+    scores = np.zeros(session.snapshot.nodes.count)
+    for score in session.node_scores:
+        scores += score(session, task, candidates)
+    scores += np.where(fit.now, FITS_IDLE, 0.0)
+    if task.is_shared_gpu:
+        for node, choice in fit.devices.items():
+            if choice.existing and not choice.pipelined:
+                scores[node] += SHARED_GPU_FITS
+    scores = np.where(candidates, scores, -np.inf)
+    node = int(np.argmax(scores))
+    stmt.place(task, node, pipelined=not bool(fit.now[node]), choice=fit.devices.get(node))
+    return None
+
+
+def place_tasks(session: Session, stmt: Statement, job: Job, tasks: Sequence[Task]) -> str | None:
+    """Place a gang attempt; if any member had to be pipelined while the gang was short, pipeline all."""
+    was_satisfied = session.gang_satisfied(job)
+    start = stmt.checkpoint()
+    for task in tasks:
+        error = place_task(session, stmt, task)
+        if error is not None:
+            stmt.rollback(start)
+            if len(tasks) > 1:
+                gang = f"{len(tasks)} pods of the gang must start together"
+                return f"{gang}; pod {task.name} fits nowhere: {error}"
+            return error
+    placed = [t.index for t in tasks]
+    if not was_satisfied and any(session.status[t] == TaskStatus.PIPELINED for t in placed):
+        stmt.convert_to_pipelined(set(placed))
+    return None

@@ -1,0 +1,117 @@
+"""Where can a task go? Vectorized node filtering with the reasons the others were ruled out.
+
+A node fits *now* if the task's request fits its idle resources, and *later* if it fits idle plus
+releasing resources (the task is then pipelined). Shared-GPU tasks also need devices with room.
+Fit errors are counted per reason so a user reads `0/4 nodes: 3 insufficient nvidia.com/gpu,
+1 node selector mismatch`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+
+from kai.core import constraints as constraint_lib
+from kai.core import gpu_devices
+from kai.core.model import BoolVector, Task
+from kai.core.resources import GPU, PODS
+from kai.core.session import Session
+
+EPS = 1e-9
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Fit:
+    now: BoolVector  # nodes where the task fits on idle resources
+    later: BoolVector  # nodes where it fits once releasing resources are gone (includes `now`)
+    devices: dict[int, gpu_devices.DeviceChoice]  # shared-GPU tasks: the devices per candidate node
+
+
+def predicate_mask(session: Session, task: Task) -> BoolVector:
+    """Nodes the predicates admit (constraints, cordons, plugin predicates), before resources."""
+    snap = session.snapshot
+    mask = snap.constraint_masks[task.constraint] & snap.nodes.schedulable
+    for predicate in session.predicates:
+        mask = mask & predicate(session, task)
+    return mask
+
+
+def find_fit(session: Session, task: Task) -> Fit:
+    mask = predicate_mask(session, task)
+    req = task.request
+    future = session.idle + session.releasing
+    now = mask & np.all(session.idle >= req - EPS, axis=1)
+    later = mask & np.all(future >= req - EPS, axis=1)
+    devices: dict[int, gpu_devices.DeviceChoice] = {}
+    if task.is_shared_gpu:
+        count = max(1, task.gpu_devices)
+        pack = session.config.gpu_device_policy != "spread"
+        for n in np.flatnonzero(later):
+            node = int(n)
+            portion = gpu_devices.task_portion(task, int(session.snapshot.nodes.gpu_memory_mib[node]))
+            if portion > 1.0:
+                later[node] = False
+                now[node] = False
+                continue
+            choice = gpu_devices.choose_devices(
+                devices=session.devices.get(node, {}),
+                portion=portion,
+                count=count,
+                idle_gpus=float(session.idle[node, GPU])
+                if now[node]
+                else float(max(0.0, session.idle[node, GPU])),
+                releasing_gpus=float(max(0.0, session.releasing[node, GPU])),
+                pack=pack,
+            )
+            if choice is None:
+                later[node] = False
+                now[node] = False
+                continue
+            devices[node] = choice
+            if choice.pipelined:
+                now[node] = False
+    return Fit(now=now, later=later, devices=devices)
+
+
+def fit_errors(session: Session, task: Task, fit: Fit) -> str:
+    """A kube-scheduler-style summary of why nodes were ruled out."""
+    snap = session.snapshot
+    nodes = snap.nodes
+    reasons: Counter[str] = Counter()
+    constraint = snap.constraints[task.constraint]
+    future = session.idle + session.releasing
+    names = snap.resources.names
+    for n in range(nodes.count):
+        if fit.later[n]:
+            continue
+        if not nodes.schedulable[n]:
+            reasons["node is unschedulable or not ready"] += 1
+            continue
+        if not snap.constraint_masks[task.constraint][n]:
+            why = constraint_lib.selector_mismatch(
+                constraint, labels=nodes.labels[n], node_name=nodes.names[n]
+            )
+            if why is None:
+                taint = constraint_lib.untolerated_taint(constraint, nodes.taints[n])
+                why = f"untolerated taint {taint.key}" if taint is not None else "node affinity mismatch"
+            reasons[why] += 1
+            continue
+        short = np.flatnonzero(future[n] < task.request - EPS)
+        if short.size:
+            r = int(short[0]) if GPU not in short else GPU
+            reasons["too many pods" if r == PODS else f"insufficient {names[r]}"] += 1
+            continue
+        if task.is_shared_gpu:
+            portion = gpu_devices.task_portion(task, int(nodes.gpu_memory_mib[n]))
+            if portion > 1.0:
+                reasons["gpu-memory request exceeds the device's memory"] += 1
+            else:
+                reasons["no GPU with enough free memory for the fraction"] += 1
+            continue
+        reasons["rejected by a scheduling plugin"] += 1
+    parts = ", ".join(
+        f"{count} {reason}" for reason, count in sorted(reasons.items(), key=lambda rc: (-rc[1], rc[0]))
+    )
+    return f"0/{nodes.count} nodes: {parts}" if parts else f"0/{nodes.count} nodes"

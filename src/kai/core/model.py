@@ -1,0 +1,187 @@
+"""The snapshot's model: tasks (pods), jobs (pod groups), queues and nodes, frozen for one cycle.
+
+A snapshot is immutable. Everything a session changes lives in the session's own arrays
+(`kai.core.session`), so the snapshot can be shared, compared before and after an action, and
+rebuilt incrementally by the adapter.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from kai.api.node import Taint
+from kai.api.pod import NodeSelectorTerm, Toleration
+from kai.core.resources import ResourceIndex, Vector
+
+Matrix = npt.NDArray[np.float64]
+BoolVector = npt.NDArray[np.bool_]
+
+
+class TaskStatus(enum.IntEnum):
+    """Pod states the scheduler distinguishes (KAI's pod_status, reduced to what decisions need)."""
+
+    PENDING = 0  # waiting for a node
+    ALLOCATED = 1  # placed on idle resources in this cycle; a bind follows
+    PIPELINED = 2  # placed on resources still being released; binds in a later cycle
+    RUNNING = 3  # bound to a node (running or starting)
+    RELEASING = 4  # evicted; holds its resources until its grace period ends
+    SUCCEEDED = 5
+    FAILED = 6
+
+    def __str__(self) -> str:
+        return self.name.capitalize()
+
+
+# Statuses that count toward a gang's minimum (a releasing pod is on its way out).
+ALIVE = frozenset({TaskStatus.ALLOCATED, TaskStatus.PIPELINED, TaskStatus.RUNNING})
+# Statuses that hold node resources.
+ON_NODE = frozenset({TaskStatus.ALLOCATED, TaskStatus.RUNNING, TaskStatus.RELEASING})
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Constraint:
+    """A pod's node constraints; tasks with equal constraints share one cached node mask."""
+
+    node_selector: tuple[tuple[str, str], ...] = ()
+    affinity_terms: tuple[NodeSelectorTerm, ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Task:
+    index: int
+    namespace: str
+    name: str
+    job: int
+    podset: int  # index into the job's podsets
+    request: Vector  # node-level request (a fractional pod's GPU share is not here, see gpu_portion)
+    gpu_portion: float  # portion of each shared device (0 for pods that do not share GPUs)
+    gpu_devices: int  # number of shared devices (multi-device fractions)
+    gpu_memory_mib: int  # when the share was asked as memory; converted per node
+    status: TaskStatus
+    node: int  # -1 when not on a node
+    nominated_node: int  # -1 when none
+    gpu_groups: tuple[str, ...]
+    task_priority: int  # kai.scheduler/task-priority label; higher first
+    creation: float
+    start_time: float | None
+    constraint: int  # index into Snapshot.constraints
+    grace_seconds: float
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def is_shared_gpu(self) -> bool:
+        return self.gpu_portion > 0 or self.gpu_memory_mib > 0
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PodSet:
+    name: str
+    min_available: int
+    tasks: tuple[int, ...]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class JobProblem:
+    """Why a job cannot be considered at all (e.g. its queue does not exist)."""
+
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Job:
+    index: int
+    namespace: str
+    name: str
+    uid: str
+    queue: int  # leaf queue index, -1 when the queue is missing or not a leaf
+    queue_name: str
+    priority: int
+    priority_class_name: str
+    preemptible: bool
+    can_preempt: bool  # False for a PriorityClass with preemptionPolicy: Never
+    min_member: int
+    podsets: tuple[PodSet, ...]
+    tasks: tuple[int, ...]
+    creation: float
+    last_start: float | None
+    stale_since: float | None
+    problem: JobProblem | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Queue:
+    """A queue; vectors are in queue space (gpu devices, cpu millicores, memory bytes); -1 = unlimited."""
+
+    index: int
+    name: str
+    parent: int  # -1 for a top-level queue
+    children: tuple[int, ...]
+    priority: int
+    age_rank: int  # 0 = oldest
+    deserved: Vector
+    limit: Vector
+    weight: Vector
+    preempt_min_runtime: float
+    reclaim_min_runtime: float
+
+    @property
+    def is_leaf(self) -> bool:
+        return not self.children
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SharedGpu:
+    """One shared device (GPU group) on a node at snapshot time."""
+
+    group: str
+    node: int
+    portion_used: float  # by alive or releasing tasks
+    portion_releasing: float
+    tasks: tuple[int, ...]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Nodes:
+    names: tuple[str, ...]
+    allocatable: Matrix  # [N, R]
+    used: Matrix  # [N, R] held by running and allocated pods, foreign pods included
+    releasing: Matrix  # [N, R] held by releasing pods
+    schedulable: BoolVector  # ready and not cordoned
+    labels: tuple[Mapping[str, str], ...]
+    taints: tuple[tuple[Taint, ...], ...]
+    gpu_memory_mib: npt.NDArray[np.int64]
+
+    @property
+    def count(self) -> int:
+        return len(self.names)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Snapshot:
+    """Everything one scheduling cycle may read. `now` is seconds since the epoch, supplied by the caller."""
+
+    now: float
+    resources: ResourceIndex
+    nodes: Nodes
+    tasks: tuple[Task, ...]
+    jobs: tuple[Job, ...]
+    queues: tuple[Queue, ...]
+    constraints: tuple[Constraint, ...]
+    constraint_masks: tuple[BoolVector, ...]  # per constraint: nodes whose labels/taints admit it
+    shared_gpus: tuple[SharedGpu, ...]
+    total: Vector  # queue space: cluster resources the queues divide (foreign usage removed)
+    queue_by_name: Mapping[str, int] = field(default_factory=dict)

@@ -1,0 +1,219 @@
+"""A scheduling session: the mutable overlay one cycle works on, over an immutable snapshot.
+
+The session copies only what changes (node idle/releasing matrices, task status and node arrays,
+queue usage, shared devices) and exposes the extension points plugins fill in. Every change goes
+through a `Statement` (see `kai.core.statement`) so it can be rolled back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from kai.core import gpu_devices
+from kai.core.decisions import Event, Eviction, JobCondition, JobStart, Placement, StaleMark
+from kai.core.model import ALIVE, BoolVector, Job, Matrix, Snapshot, Task, TaskStatus
+from kai.core.resources import GPU, QUEUE_RESOURCES, Vector
+
+# Extension point signatures (how several callbacks combine is documented on Session).
+PredicateFn = Callable[["Session", Task], BoolVector]
+NodeScoreFn = Callable[["Session", Task, BoolVector], Vector]
+JobKeyFn = Callable[["Session", Job], tuple[float, ...]]
+CapacityFn = Callable[["Session", Job, Vector], "JobCondition | None"]
+QueueCompareFn = Callable[["Session", int, int, Job, Job], int]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SchedulerConfig:
+    """Scheduler settings that influence decisions (the adapter parses them from YAML)."""
+
+    actions: tuple[str, ...] = ("allocate", "consolidation", "reclaim", "preempt", "stalegangeviction")
+    gpu_placement: str = "binpack"  # binpack | spread
+    cpu_placement: str = "binpack"
+    gpu_device_policy: str = "binpack"  # binpack: fullest shared device first; spread: idle first
+    schedule_period: float = 1.0
+    staleness_grace_period: float = 60.0  # negative: never
+    queue_label_key: str = "kai.scheduler/queue"
+    max_consolidation_preemptees: int = 16
+    reclaimer_utilization_multiplier: float = 1.0
+    k_value: float = 1.0
+    queue_depth_per_action: int = 0  # 0: unlimited
+    plugins: dict[str, dict[str, object]] = field(default_factory=dict)
+
+
+class Session:
+    """Mutable scheduling state for one cycle.
+
+    Extension points and how several callbacks combine:
+    * `predicates`: node masks, ANDed.
+    * `node_scores`: per-node scores, summed; the highest total wins, ties to the lowest node index.
+    * `job_keys`: sort keys, concatenated in registration order; the job's uid ends every key.
+    * `capacity_checks`: the first non-None condition rejects the job attempt.
+    * `queue_compare`: exactly one provider (the proportion plugin); registering a second is an error.
+    """
+
+    def __init__(self, snapshot: Snapshot, config: SchedulerConfig) -> None:
+        self.snapshot = snapshot
+        self.config = config
+        self.now = snapshot.now
+        nodes = snapshot.nodes
+        self.idle: Matrix = nodes.allocatable - nodes.used - nodes.releasing
+        self.releasing: Matrix = nodes.releasing.copy()
+        self.status: npt.NDArray[np.int8] = np.array([t.status for t in snapshot.tasks], dtype=np.int8)
+        self.node: npt.NDArray[np.int32] = np.array([t.node for t in snapshot.tasks], dtype=np.int32)
+        self.gpu_groups: list[tuple[str, ...]] = [t.gpu_groups for t in snapshot.tasks]
+        self.devices = gpu_devices.initial_devices(snapshot)
+        self.min_gpu_memory = int(nodes.gpu_memory_mib.min()) if nodes.count else 100
+        n_queues = len(snapshot.queues)
+        self.queue_allocated: Matrix = np.zeros((n_queues, 3))
+        self.queue_allocated_np: Matrix = np.zeros((n_queues, 3))
+        self.queue_request: Matrix = np.zeros((n_queues, 3))
+        self.fair_share: Matrix = np.zeros((n_queues, 3))
+        self.podset_alive: list[npt.NDArray[np.int64]] = []
+        for job in snapshot.jobs:
+            alive = np.zeros(len(job.podsets), dtype=np.int64)
+            for t in job.tasks:
+                task = snapshot.tasks[t]
+                charge = self.queue_charge(task)
+                if task.status in ALIVE:
+                    alive[task.podset] += 1
+                    self._charge_queue(job, charge, +1.0, request_too=False)
+                if task.status in ALIVE or task.status == TaskStatus.PENDING:
+                    self._add_request(job, charge)
+            self.podset_alive.append(alive)
+        # extension points
+        self.predicates: list[PredicateFn] = []
+        self.node_scores: list[NodeScoreFn] = []
+        self.job_keys: list[JobKeyFn] = []
+        self.capacity_checks: list[CapacityFn] = []
+        self._queue_compare: QueueCompareFn | None = None
+        # outputs, appended by committed statements and by actions
+        self.placements: list[Placement] = []
+        self.evictions: list[Eviction] = []
+        self.conditions: dict[int, JobCondition] = {}
+        self.events: list[Event] = []
+        self.starts: list[JobStart] = []
+        self.stale_marks: list[StaleMark] = []
+        self.failed_signatures: set[tuple[object, ...]] = set()
+
+    # ----------------------------------------------------------------- extension points
+    def set_queue_compare(self, fn: QueueCompareFn) -> None:
+        if self._queue_compare is not None:
+            raise RuntimeError("queue order has exactly one provider; a second plugin registered one")
+        self._queue_compare = fn
+
+    def compare_queues(self, left: int, right: int, left_job: Job, right_job: Job) -> int:
+        if self._queue_compare is None:
+            return (self.snapshot.queues[left].age_rank > self.snapshot.queues[right].age_rank) - (
+                self.snapshot.queues[left].age_rank < self.snapshot.queues[right].age_rank
+            )
+        return self._queue_compare(self, left, right, left_job, right_job)
+
+    def job_key(self, job: Job) -> tuple[object, ...]:
+        key: tuple[object, ...] = ()
+        for fn in self.job_keys:
+            key += fn(self, job)
+        return (*key, job.creation, job.uid, job.key)
+
+    # ----------------------------------------------------------------- queue accounting
+    def queue_charge(self, task: Task) -> Vector:
+        """What a task costs its queue, in queue space: (gpu devices, cpu millicores, memory bytes)."""
+        charge = task.request[list(QUEUE_RESOURCES)].copy()
+        if task.is_shared_gpu:
+            portion = task.gpu_portion or task.gpu_memory_mib / max(1, self.min_gpu_memory)
+            charge[0] += portion * max(1, task.gpu_devices)
+        return charge
+
+    def ancestors(self, queue: int) -> list[int]:
+        """The queue itself, then its parent, up to the top."""
+        out = []
+        while queue >= 0:
+            out.append(queue)
+            queue = self.snapshot.queues[queue].parent
+        return out
+
+    def _charge_queue(self, job: Job, charge: Vector, sign: float, *, request_too: bool) -> None:
+        if job.queue < 0:
+            return
+        for q in self.ancestors(job.queue):
+            self.queue_allocated[q] += sign * charge
+            if not job.preemptible:
+                self.queue_allocated_np[q] += sign * charge
+            if request_too:
+                self.queue_request[q] += sign * charge
+
+    def _add_request(self, job: Job, charge: Vector) -> None:
+        if job.queue < 0:
+            return
+        for q in self.ancestors(job.queue):
+            self.queue_request[q] += charge
+
+    # ----------------------------------------------------------------- task and job state
+    def task(self, index: int) -> Task:
+        return self.snapshot.tasks[index]
+
+    def task_status(self, index: int) -> TaskStatus:
+        return TaskStatus(int(self.status[index]))
+
+    def alive_count(self, job: Job) -> int:
+        return int(self.podset_alive[job.index].sum())
+
+    def gang_satisfied(self, job: Job) -> bool:
+        alive = self.podset_alive[job.index]
+        if int(alive.sum()) < job.min_member:
+            return False
+        return all(int(alive[i]) >= ps.min_available for i, ps in enumerate(job.podsets))
+
+    def pending_tasks(self, job: Job) -> list[Task]:
+        """Pending tasks in task order: higher task-priority label first, then creation, then name."""
+        tasks = [self.snapshot.tasks[t] for t in job.tasks if self.status[t] == TaskStatus.PENDING]
+        tasks.sort(key=lambda t: (-t.task_priority, t.creation, t.name))
+        return tasks
+
+    def alive_tasks(self, job: Job) -> list[Task]:
+        return [self.snapshot.tasks[t] for t in job.tasks if TaskStatus(int(self.status[t])) in ALIVE]
+
+    def tasks_to_allocate(self, job: Job) -> list[Task]:
+        """The tasks of the next attempt: the whole missing gang, else one more task (elastic growth)."""
+        pending = self.pending_tasks(job)
+        if not pending:
+            return []
+        if self.gang_satisfied(job):
+            return pending[:1]
+        alive = self.podset_alive[job.index]
+        chosen: list[Task] = []
+        taken: set[int] = set()
+        for i, ps in enumerate(job.podsets):
+            need = max(0, ps.min_available - int(alive[i]))
+            for t in pending:
+                if need == 0:
+                    break
+                if t.podset == i:
+                    chosen.append(t)
+                    taken.add(t.index)
+                    need -= 1
+        missing_total = job.min_member - int(alive.sum()) - len(chosen)
+        for t in pending:
+            if missing_total <= 0:
+                break
+            if t.index not in taken:
+                chosen.append(t)
+                taken.add(t.index)
+                missing_total -= 1
+        chosen.sort(key=lambda t: (-t.task_priority, t.creation, t.name))
+        return chosen
+
+    def job_request(self, tasks: list[Task]) -> Vector:
+        total = np.zeros(3)
+        for t in tasks:
+            total += self.queue_charge(t)
+        return total
+
+    def record_condition(self, job: Job, reason: str, message: str) -> None:
+        self.conditions[job.index] = JobCondition(podgroup=job.key, reason=reason, message=message)
+
+    def device_idle_gpus(self, node: int) -> float:
+        return float(self.idle[node, GPU])

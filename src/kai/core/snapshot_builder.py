@@ -1,0 +1,375 @@
+"""Builds a `Snapshot` from API objects and the pods' current states.
+
+Pure: the adapter (simulator or Kubernetes) supplies the objects and `now`. Problems with
+individual objects (a PodGroup naming a missing queue, a queue whose parent is missing) become
+data on the affected job or queue, never an exception that would stop the cycle.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from kai.api import node as api_node
+from kai.api import pod as api_pod
+from kai.api import podgroup as api_podgroup
+from kai.api import priority as api_priority
+from kai.api import queue as api_queue
+from kai.api.fields import parse_timestamp
+from kai.core import constraints as constraint_lib
+from kai.core.gpu_devices import task_portion
+from kai.core.model import (
+    Constraint,
+    Job,
+    JobProblem,
+    Nodes,
+    PodSet,
+    Queue,
+    SharedGpu,
+    Snapshot,
+    Task,
+    TaskStatus,
+)
+from kai.core.resources import GPU, MB, QUEUE_RESOURCES, ResourceIndex
+
+QUEUE_DOES_NOT_EXIST = "QueueDoesNotExist"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PodState:
+    """A pod and what the cluster currently knows of it."""
+
+    pod: api_pod.Pod
+    status: TaskStatus
+    node: str | None = None
+    nominated_node: str | None = None
+    gpu_groups: tuple[str, ...] = ()
+    start_time: float | None = None
+    podgroup: str | None = None  # PodGroup name in the pod's namespace
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class QueueProblem:
+    queue: str
+    message: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class BuiltSnapshot:
+    snapshot: Snapshot
+    queue_problems: tuple[QueueProblem, ...]
+
+
+def _queue_problems(queues: Sequence[api_queue.Queue]) -> dict[str, str]:
+    """Queues that cannot be used: a missing parent, or a parent chain that loops."""
+    by_name = {q.name: q for q in queues}
+    problems: dict[str, str] = {}
+    for q in queues:
+        seen = [q.name]
+        cursor = q.parent
+        while cursor is not None:
+            if cursor not in by_name:
+                problems[q.name] = f'parent queue "{cursor}" of queue "{seen[-1]}" does not exist'
+                break
+            if cursor in seen:
+                problems[q.name] = "parentQueue forms a cycle: " + " -> ".join([*seen, cursor])
+                break
+            seen.append(cursor)
+            cursor = by_name[cursor].parent
+    return problems
+
+
+def _build_queues(queues: Sequence[api_queue.Queue]) -> tuple[tuple[Queue, ...], dict[str, str]]:
+    problems = _queue_problems(queues)
+    usable = [q for q in queues if q.name not in problems]
+    ordered = sorted(
+        enumerate(usable),
+        key=lambda iq: (iq[1].meta.creation_timestamp or 0.0, iq[0], iq[1].name),
+    )
+    age = {q.name: rank for rank, (_, q) in enumerate(ordered)}
+    usable.sort(key=lambda q: q.name)
+    index = {q.name: i for i, q in enumerate(usable)}
+    children: dict[str, list[int]] = {q.name: [] for q in usable}
+    for q in usable:
+        if q.parent is not None:
+            children[q.parent].append(index[q.name])
+    out: list[Queue] = []
+    for q in usable:
+        deserved = np.array([q.resources[k].quota for k in api_queue.QUEUE_RESOURCE_KEYS])
+        limit = np.array([q.resources[k].limit for k in api_queue.QUEUE_RESOURCE_KEYS])
+        weight = np.array([q.resources[k].over_quota_weight for k in api_queue.QUEUE_RESOURCE_KEYS])
+        # memory: the CRD counts megabytes, the core bytes
+        for vec in (deserved, limit):
+            if vec[2] != -1:
+                vec[2] *= MB
+        out.append(
+            Queue(
+                index=index[q.name],
+                name=q.name,
+                parent=index[q.parent] if q.parent is not None else -1,
+                children=tuple(children[q.name]),
+                priority=q.priority,
+                age_rank=age[q.name],
+                deserved=deserved,
+                limit=limit,
+                weight=weight,
+                preempt_min_runtime=0.0,
+                reclaim_min_runtime=0.0,
+            )
+        )
+    # min runtimes are inherited down the tree where a queue sets none
+    by_name = {q.name: q for q in queues}
+    resolved: list[Queue] = []
+    for cq in out:
+        preempt, reclaim = by_name[cq.name].preempt_min_runtime, by_name[cq.name].reclaim_min_runtime
+        cursor = by_name[cq.name].parent
+        while cursor is not None and (preempt is None or reclaim is None):
+            parent = by_name[cursor]
+            preempt = preempt if preempt is not None else parent.preempt_min_runtime
+            reclaim = reclaim if reclaim is not None else parent.reclaim_min_runtime
+            cursor = parent.parent
+        resolved.append(
+            dataclasses.replace(cq, preempt_min_runtime=preempt or 0.0, reclaim_min_runtime=reclaim or 0.0)
+        )
+    return tuple(resolved), problems
+
+
+def _annotation_time(annotations: Mapping[str, str], key: str) -> float | None:
+    text = annotations.get(key)
+    if not text:
+        return None
+    try:
+        return parse_timestamp(text)
+    except ValueError:
+        return None
+
+
+def _missing_queue_message(name: str, queues: Sequence[Queue], problems: Mapping[str, str]) -> str:
+    leaves = sorted(q.name for q in queues if q.is_leaf)
+    if name in problems:
+        return f'queue "{name}" cannot be used: {problems[name]}'
+    for q in queues:
+        if q.name == name:
+            kids = ", ".join(sorted(queues[c].name for c in q.children))
+            return (
+                f'queue "{name}" is not a leaf queue (it has child queues {kids}); '
+                f"only leaf queues take jobs: use one of {kids}"
+            )
+    if not name:
+        return "the PodGroup names no queue; set spec.queue to one of: " + ", ".join(leaves)
+    return f'queue "{name}" does not exist; create it or use one of: ' + ", ".join(leaves)
+
+
+def build_snapshot(
+    *,
+    now: float,
+    nodes: Sequence[api_node.Node],
+    pods: Sequence[PodState],
+    foreign_pods: Sequence[PodState],
+    podgroups: Sequence[api_podgroup.PodGroup],
+    queues: Sequence[api_queue.Queue],
+    priority_classes: Mapping[str, api_priority.PriorityClass],
+) -> BuiltSnapshot:
+    """Assemble the cycle's snapshot. `pods` are ours (scheduled by kai); `foreign_pods` only use nodes."""
+    extended = {name for n in nodes for name in n.allocatable}
+    extended |= {name for p in pods for name in p.pod.requests}
+    index = ResourceIndex(extended)
+    node_list = sorted(nodes, key=lambda n: n.name)
+    node_pos = {n.name: i for i, n in enumerate(node_list)}
+    n_nodes, n_res = len(node_list), index.size
+    allocatable = np.zeros((n_nodes, n_res))
+    for i, n in enumerate(node_list):
+        allocatable[i] = index.vector(n.allocatable)
+    used = np.zeros((n_nodes, n_res))
+    releasing = np.zeros((n_nodes, n_res))
+    schedulable = np.array([n.ready and not n.unschedulable for n in node_list], dtype=np.bool_)
+    gpu_memory = np.array([n.gpu_memory_mib for n in node_list], dtype=np.int64)
+    labels = tuple(n.meta.labels for n in node_list)
+    taints = tuple(n.taints for n in node_list)
+
+    foreign_usage = np.zeros(n_res)
+    for fp in foreign_pods:
+        if fp.node in node_pos and fp.status in (TaskStatus.RUNNING, TaskStatus.RELEASING):
+            vec = index.vector(fp.pod.requests)
+            vec[index.position("pods") or 3] = 1.0
+            used[node_pos[fp.node]] += vec
+            if schedulable[node_pos[fp.node]]:
+                foreign_usage += vec
+
+    queue_list, queue_problems = _build_queues(queues)
+    queue_pos = {q.name: q.index for q in queue_list}
+
+    # tasks grouped by their PodGroup
+    groups = {(pg.meta.namespace, pg.name): pg for pg in podgroups}
+    members: dict[tuple[str, str], list[PodState]] = {key: [] for key in groups}
+    for ps in pods:
+        if ps.podgroup is not None and (ps.pod.namespace, ps.podgroup) in members:
+            members[(ps.pod.namespace, ps.podgroup)].append(ps)
+
+    constraint_ids: dict[Constraint, int] = {}
+    tasks: list[Task] = []
+    jobs: list[Job] = []
+    shared: dict[tuple[int, str], list[tuple[int, float, bool]]] = {}
+    for job_index, key in enumerate(sorted(groups)):
+        pg = groups[key]
+        states = sorted(members[key], key=lambda s: (s.pod.meta.creation_timestamp or 0.0, s.pod.name))
+        problem: JobProblem | None = None
+        qi = queue_pos.get(pg.queue, -1)
+        if qi < 0 or not queue_list[qi].is_leaf:
+            qi = -1
+            problem = JobProblem(
+                reason=QUEUE_DOES_NOT_EXIST,
+                message=_missing_queue_message(pg.queue, queue_list, queue_problems),
+            )
+        pc_name = pg.priority_class_name or api_priority.DEFAULT_PRIORITY_CLASS
+        pc = priority_classes.get(pc_name)
+        if pc is None:
+            priority, can_preempt = api_priority.DEFAULT_PRIORITY_CLASSES["train"], True
+            if problem is None:
+                problem = JobProblem(
+                    reason="PriorityClassNotFound",
+                    message=f'priority class "{pc_name}" does not exist; use one of: '
+                    + ", ".join(sorted(priority_classes)),
+                )
+        else:
+            priority, can_preempt = pc.value, pc.preemption_policy != "Never"
+        if pg.preemptibility is not None:
+            preemptible = pg.preemptibility == api_podgroup.PREEMPTIBLE
+        else:
+            preemptible = priority < api_priority.PREEMPTIBLE_BELOW
+        # podsets: the leaf subgroups, or one default podset for the whole gang
+        parents = {s.parent for s in pg.sub_groups if s.parent is not None}
+        leaves = [s for s in pg.sub_groups if s.name not in parents]
+        podset_names = [s.name for s in leaves] or ["default"]
+        podset_mins = [s.min_member for s in leaves] or [pg.min_member]
+        podset_tasks: list[list[int]] = [[] for _ in podset_names]
+        job_tasks: list[int] = []
+        for ps in states:
+            pod = ps.pod
+            sub = pod.meta.labels.get(api_pod.SUBGROUP_LABEL, "")
+            podset = podset_names.index(sub) if sub in podset_names else 0
+            constraint = Constraint(
+                node_selector=tuple(sorted(pod.node_selector.items())),
+                affinity_terms=pod.affinity_terms,
+                tolerations=pod.tolerations,
+            )
+            cid = constraint_ids.setdefault(constraint, len(constraint_ids))
+            request = index.vector(pod.requests)
+            request[index.position("pods") or 3] = 1.0
+            share = pod.gpu_share
+            node_i = node_pos.get(ps.node, -1) if ps.node else -1
+            try:
+                task_priority = int(pod.meta.labels.get(api_pod.TASK_PRIORITY_LABEL, "0"))
+            except ValueError:
+                task_priority = 0
+            task = Task(
+                index=len(tasks),
+                namespace=pod.namespace,
+                name=pod.name,
+                job=job_index,
+                podset=podset,
+                request=request,
+                gpu_portion=share.fraction or 0.0 if share is not None else 0.0,
+                gpu_devices=share.num_devices if share is not None else 0,
+                gpu_memory_mib=share.memory_mib or 0 if share is not None else 0,
+                status=ps.status,
+                node=node_i,
+                nominated_node=node_pos.get(ps.nominated_node, -1) if ps.nominated_node else -1,
+                gpu_groups=ps.gpu_groups,
+                task_priority=task_priority,
+                creation=pod.meta.creation_timestamp or 0.0,
+                start_time=ps.start_time,
+                constraint=cid,
+                grace_seconds=pod.termination_grace_seconds,
+            )
+            tasks.append(task)
+            job_tasks.append(task.index)
+            podset_tasks[podset].append(task.index)
+            if node_i >= 0 and ps.status in (TaskStatus.RUNNING, TaskStatus.ALLOCATED, TaskStatus.RELEASING):
+                target = releasing if ps.status == TaskStatus.RELEASING else used
+                target[node_i] += request
+                if task.is_shared_gpu:
+                    portion = task_portion(task, int(gpu_memory[node_i]))
+                    groups_of = ps.gpu_groups or (f"{pod.namespace}-{pod.name}",)
+                    for g in groups_of[: max(1, task.gpu_devices)]:
+                        shared.setdefault((node_i, g), []).append(
+                            (task.index, portion, ps.status == TaskStatus.RELEASING)
+                        )
+        jobs.append(
+            Job(
+                index=job_index,
+                namespace=pg.meta.namespace,
+                name=pg.name,
+                uid=pg.meta.uid or f"{pg.meta.namespace}/{pg.name}",
+                queue=qi,
+                queue_name=pg.queue,
+                priority=priority,
+                priority_class_name=pc_name,
+                preemptible=preemptible,
+                can_preempt=can_preempt,
+                min_member=pg.min_member,
+                podsets=tuple(
+                    PodSet(name=n, min_available=m, tasks=tuple(t))
+                    for n, m, t in zip(podset_names, podset_mins, podset_tasks, strict=True)
+                ),
+                tasks=tuple(job_tasks),
+                creation=pg.meta.creation_timestamp or 0.0,
+                last_start=_annotation_time(pg.meta.annotations, api_podgroup.LAST_START_ANNOTATION),
+                stale_since=_annotation_time(pg.meta.annotations, api_podgroup.STALE_TIMESTAMP_ANNOTATION),
+                problem=problem,
+            )
+        )
+
+    shared_gpus = []
+    for (node_i, group), holders in sorted(shared.items()):
+        portion_used = sum(p for _, p, _ in holders)
+        portion_rel = sum(p for _, p, rel in holders if rel)
+        # a shared device occupies one whole GPU of the node
+        if all(rel for _, _, rel in holders):
+            releasing[node_i, GPU] += 1.0
+        else:
+            used[node_i, GPU] += 1.0
+        shared_gpus.append(
+            SharedGpu(
+                group=group,
+                node=node_i,
+                portion_used=portion_used,
+                portion_releasing=portion_rel,
+                tasks=tuple(t for t, _, _ in holders),
+            )
+        )
+
+    constraints = tuple(sorted(constraint_ids, key=lambda c: constraint_ids[c]))
+    names = tuple(n.name for n in node_list)
+    masks = tuple(
+        constraint_lib.constraint_mask(c, names=names, labels=labels, taints=taints) for c in constraints
+    )
+    cluster = allocatable[schedulable].sum(axis=0) - foreign_usage if n_nodes else np.zeros(n_res)
+    total = np.maximum(cluster[list(QUEUE_RESOURCES)], 0.0)
+    snapshot = Snapshot(
+        now=now,
+        resources=index,
+        nodes=Nodes(
+            names=names,
+            allocatable=allocatable,
+            used=used,
+            releasing=releasing,
+            schedulable=schedulable,
+            labels=labels,
+            taints=taints,
+            gpu_memory_mib=gpu_memory,
+        ),
+        tasks=tuple(tasks),
+        jobs=tuple(jobs),
+        queues=queue_list,
+        constraints=constraints,
+        constraint_masks=masks,
+        shared_gpus=tuple(shared_gpus),
+        total=total,
+        queue_by_name=queue_pos,
+    )
+    problems = tuple(QueueProblem(queue=name, message=msg) for name, msg in sorted(queue_problems.items()))
+    return BuiltSnapshot(snapshot=snapshot, queue_problems=problems)

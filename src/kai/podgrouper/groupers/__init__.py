@@ -1,0 +1,1 @@
+"""Per-kind pod groupers; ``kai.podgrouper.registry`` maps workload kinds to them."""

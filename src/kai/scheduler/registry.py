@@ -1,0 +1,44 @@
+"""The one place where plugins and actions are registered by name.
+
+An unknown name in the configuration is an error when the configuration is loaded, not a log line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Protocol
+
+from kai.actions.allocate import AllocateAction
+from kai.core.session import Session
+from kai.plugins.nodeorder import NodeOrderPlugin
+from kai.plugins.priority import PriorityPlugin
+from kai.plugins.proportion.plugin import ProportionPlugin
+
+
+class Plugin(Protocol):
+    name: str
+
+    def on_session_open(self, session: Session) -> None: ...
+
+
+class Action(Protocol):
+    name: str
+
+    def execute(self, session: Session) -> None: ...
+
+
+# Plugins open in this order (KAI's operator priorities: proportion, priority, ..., node order).
+PLUGINS: tuple[Callable[[], Plugin], ...] = (ProportionPlugin, PriorityPlugin, NodeOrderPlugin)
+
+ACTIONS: Mapping[str, Callable[[], Action]] = {
+    "allocate": AllocateAction,
+}
+KNOWN_ACTIONS = ("allocate", "consolidation", "reclaim", "preempt", "stalegangeviction")
+
+
+def make_action(name: str) -> Action | None:
+    """The action for a configured name; None for a known action this build does not run."""
+    if name not in KNOWN_ACTIONS:
+        raise KeyError(f'unknown action "{name}"; known actions: {", ".join(KNOWN_ACTIONS)}')
+    factory = ACTIONS.get(name)
+    return factory() if factory is not None else None

@@ -1,0 +1,106 @@
+"""The `--config` scheduler configuration file of `kai sim`: known keys only, clear errors."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import yaml
+
+from kai.api.errors import InputError
+from kai.api.fields import parse_duration
+from kai.core.session import SchedulerConfig
+from kai.scheduler.registry import KNOWN_ACTIONS
+
+KEYS = (
+    "actions",
+    "placementStrategy",
+    "schedulePeriod",
+    "stalenessGracePeriod",
+    "queueLabelKey",
+    "maxConsolidationPreemptees",
+    "reclaimerUtilizationMultiplier",
+    "plugins",
+    "kValue",
+    "queueDepthPerAction",
+)
+
+
+def _error(field: str, problem: str, file: str) -> InputError:
+    return InputError(source=None, kind="config", name=file, field=field, problem=problem)
+
+
+def parse_actions(value: object, *, file: str, field: str = "actions") -> tuple[str, ...]:
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, list | tuple):
+        raise _error(field, "must be a list of action names", file)
+    names = tuple(str(a).strip() for a in items if str(a).strip())
+    for name in names:
+        if name not in KNOWN_ACTIONS:
+            raise _error(field, f'unknown action "{name}"; known actions: {", ".join(KNOWN_ACTIONS)}', file)
+    return names
+
+
+def parse_config(raw: Mapping[str, Any] | None, *, file: str) -> SchedulerConfig:
+    raw = raw or {}
+    if not isinstance(raw, Mapping):
+        raise _error("", "must be a mapping", file)
+    unknown = sorted(set(raw) - set(KEYS))
+    if unknown:
+        raise _error(unknown[0], f"unknown key; known keys: {', '.join(KEYS)}", file)
+    cfg: dict[str, Any] = {}
+    if "actions" in raw:
+        cfg["actions"] = parse_actions(raw["actions"], file=file)
+    placement = raw.get("placementStrategy") or {}
+    if not isinstance(placement, Mapping):
+        raise _error("placementStrategy", "must be a mapping such as {gpu: binpack, cpu: binpack}", file)
+    for key, value in placement.items():
+        if key not in ("gpu", "cpu"):
+            raise _error(f"placementStrategy.{key}", "unknown key; known keys: gpu, cpu", file)
+        if value not in ("binpack", "spread"):
+            raise _error(f"placementStrategy.{key}", f'must be binpack or spread, got "{value}"', file)
+        cfg[f"{key}_placement"] = value
+        if key == "gpu":
+            cfg["gpu_device_policy"] = value
+    for key, attr in (
+        ("schedulePeriod", "schedule_period"),
+        ("stalenessGracePeriod", "staleness_grace_period"),
+    ):
+        if key in raw:
+            try:
+                cfg[attr] = parse_duration(str(raw[key]))
+            except ValueError as exc:
+                raise _error(key, str(exc), file) from None
+    if cfg.get("schedule_period", 1.0) <= 0:
+        raise _error("schedulePeriod", "must be positive", file)
+    if "queueLabelKey" in raw:
+        cfg["queue_label_key"] = str(raw["queueLabelKey"])
+    for key, attr, kind in (
+        ("maxConsolidationPreemptees", "max_consolidation_preemptees", int),
+        ("queueDepthPerAction", "queue_depth_per_action", int),
+        ("reclaimerUtilizationMultiplier", "reclaimer_utilization_multiplier", float),
+        ("kValue", "k_value", float),
+    ):
+        if key in raw:
+            value = raw[key]
+            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+                raise _error(key, f"must be a non-negative number, got {value!r}", file)
+            cfg[attr] = kind(value)
+    if cfg.get("reclaimer_utilization_multiplier", 1.0) < 1.0:
+        raise _error("reclaimerUtilizationMultiplier", "must be at least 1", file)
+    plugins = raw.get("plugins") or {}
+    if not isinstance(plugins, Mapping) or not all(isinstance(v, Mapping | None) for v in plugins.values()):
+        raise _error("plugins", "must map plugin names to argument mappings", file)
+    cfg["plugins"] = {str(k): dict(v or {}) for k, v in plugins.items()}
+    return SchedulerConfig(**cfg)
+
+
+def load_config(path: str) -> SchedulerConfig:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            raw = yaml.safe_load(fh)
+    except OSError as exc:
+        raise _error("", f"cannot be read: {exc.strerror}", path) from None
+    except yaml.YAMLError as exc:
+        raise _error("", f"is not valid YAML: {exc}", path) from None
+    return parse_config(raw, file=path)

@@ -1,0 +1,500 @@
+"""The simulated cluster: a virtual clock, an object store and the loop that runs scheduling cycles.
+
+Each cycle at virtual time `now`:
+1. create objects whose `sim.kai.scheduler/create-at` time has come;
+2. finish timed transitions (releasing pods leave, pods whose duration ran out succeed);
+3. let the emulated controllers create or recreate their pods;
+4. group new pods into PodGroups (the pod grouper);
+5. build a snapshot, run the scheduling cycle, apply its decisions;
+6. advance the clock by the schedule period.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import heapq
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kai.api import pod as api_pod
+from kai.api.errors import InputError
+from kai.api.fields import format_timestamp, parse_duration, parse_timestamp
+from kai.api.manifest import ApiObject, ConfigMap, Namespace, Workload, group_of
+from kai.api.meta import ObjectMeta
+from kai.api.node import Node
+from kai.api.pod import Pod
+from kai.api.podgroup import PodGroup, SubGroup
+from kai.api.priority import PriorityClass
+from kai.api.queue import Queue
+from kai.core.decisions import CycleResult, Event, Kind
+from kai.core.model import TaskStatus
+from kai.core.session import SchedulerConfig
+from kai.core.snapshot_builder import PodState, build_snapshot
+from kai.podgrouper import config as grouper_config
+from kai.podgrouper import grouping, model, top_owner
+from kai.scheduler.cycle import run_cycle
+from kai.sim import defaults
+from kai.sim.state import SimPod, SimPodGroup
+
+SCHEDULER_NAME = "kai-scheduler"
+DURATION_ANNOTATION = "sim.kai.scheduler/duration"
+CREATE_AT_ANNOTATION = "sim.kai.scheduler/create-at"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class EvictionRecord:
+    time: float
+    pod: str
+    podgroup: str
+    action: str
+    preemptor: str | None
+
+
+@dataclass(slots=True)
+class EventRecord:
+    time: float
+    type: str
+    reason: str
+    object: str
+    message: str
+
+
+@dataclass(slots=True)
+class Totals:
+    cycles: int = 0
+    evictions: list[EvictionRecord] = field(default_factory=list)
+    events: list[EventRecord] = field(default_factory=list)
+
+
+def _uid(sequence: int, seed: str) -> str:
+    """A deterministic UUID-shaped uid. It starts with the creation sequence number, so objects
+    created at the same instant order by uid as they came in (earlier documents are older)."""
+    digest = hashlib.sha1(seed.encode()).hexdigest()
+    return f"{sequence:08x}-{digest[8:12]}-4{digest[13:16]}-8{digest[17:20]}-{digest[20:32]}"
+
+
+class Simulation:
+    """An embedded cluster that applies the same YAML a user would `kubectl apply`."""
+
+    def __init__(
+        self,
+        objects: Sequence[tuple[ApiObject, Mapping[str, Any]]],
+        *,
+        config: SchedulerConfig,
+        start_time: float | None = None,
+    ) -> None:
+        self.config = config
+        stamps = [o.meta.creation_timestamp for o, _ in objects if o.meta.creation_timestamp is not None]
+        self.start = (
+            start_time
+            if start_time is not None
+            else (max(stamps) if stamps else parse_timestamp(defaults.DEFAULT_START))
+        )
+        self.now = self.start
+        self.nodes: dict[str, Node] = {}
+        self.queues: dict[str, Queue] = {}
+        self.priority_classes: dict[str, PriorityClass] = {}
+        self.podgroups: dict[tuple[str, str], SimPodGroup] = {}
+        self.pods: dict[str, SimPod] = {}
+        self.workloads: dict[tuple[str, str, str], Workload] = {}
+        self.raw_objects: dict[tuple[str, str, str, str], Mapping[str, Any]] = {}
+        self.configmaps: dict[tuple[str, str], ConfigMap] = {}
+        self.totals = Totals()
+        self.fair_share: dict[str, tuple[float, float, float]] = {}
+        self.warnings: list[str] = []
+        self._uid_counter = itertools.count(1)
+        self._pending: list[tuple[float, int, ApiObject, Mapping[str, Any]]] = []
+        self._seq = itertools.count()
+        self._last_messages: dict[str, str] = {}
+        has_nodes = any(isinstance(o, Node) for o, _ in objects)
+        for i, (obj, raw) in enumerate(objects):
+            delay_text = obj.meta.annotations.get(CREATE_AT_ANNOTATION)
+            at = self.start
+            if delay_text:
+                try:
+                    at = self.start + parse_duration(delay_text)
+                except ValueError as exc:
+                    raise InputError(
+                        source=getattr(obj, "source", None),
+                        kind=type(obj).__name__,
+                        name=obj.meta.name,
+                        field=f"metadata.annotations.{CREATE_AT_ANNOTATION}",
+                        problem=str(exc),
+                    ) from None
+            heapq.heappush(self._pending, (at, i, obj, raw))
+        if not has_nodes:
+            for node in defaults.default_nodes():
+                self.nodes[node.name] = node
+        names = {o.meta.name for o, _ in objects if isinstance(o, PriorityClass)}
+        if not names & {"train", "build-preemptible", "build", "inference"}:
+            for pc in defaults.default_priority_classes():
+                self.priority_classes[pc.name] = pc
+        if not any(isinstance(o, Queue) and o.meta.name == defaults.DEFAULT_QUEUE for o, _ in objects):
+            for q in defaults.default_queues(created=self.start - 1):
+                self.queues[q.name] = q
+        self._create_due()
+
+    # ----------------------------------------------------------------- object creation
+    def _stamp(self, obj: ApiObject, raw: Mapping[str, Any]) -> tuple[ApiObject, dict[str, Any]]:
+        """Give an object the uid and creation time the API server would."""
+        body = copy.deepcopy(dict(raw))
+        meta = dict(body.get("metadata") or {})
+        uid = obj.meta.uid or _uid(next(self._uid_counter), f"{obj.meta.namespace}/{obj.meta.name}")
+        created = obj.meta.creation_timestamp if obj.meta.creation_timestamp is not None else self.now
+        meta["uid"] = uid
+        meta["creationTimestamp"] = format_timestamp(created)
+        body["metadata"] = meta
+        new_meta = ObjectMeta(
+            name=obj.meta.name,
+            namespace=obj.meta.namespace,
+            uid=uid,
+            labels=obj.meta.labels,
+            annotations=obj.meta.annotations,
+            owner_references=obj.meta.owner_references,
+            creation_timestamp=created,
+        )
+        fields = {f: getattr(obj, f) for f in obj.__dataclass_fields__}
+        fields["meta"] = new_meta
+        if isinstance(obj, Workload):
+            fields["raw"] = body
+        return type(obj)(**fields), body
+
+    def _create_due(self) -> None:
+        while self._pending and self._pending[0][0] <= self.now + 1e-9:
+            _, _, obj, raw = heapq.heappop(self._pending)
+            self.create(obj, raw)
+
+    def create(self, obj: ApiObject, raw: Mapping[str, Any]) -> None:
+        obj, body = self._stamp(obj, raw)
+        api_version = str(body.get("apiVersion", ""))
+        kind = str(body.get("kind", ""))
+        self.raw_objects[(obj.meta.namespace, api_version, kind, obj.meta.name)] = body
+        if isinstance(obj, Node):
+            self.nodes[obj.name] = obj
+        elif isinstance(obj, Queue):
+            self.queues[obj.name] = obj
+        elif isinstance(obj, PriorityClass):
+            self.priority_classes[obj.name] = obj
+        elif isinstance(obj, PodGroup):
+            self.podgroups[(obj.meta.namespace, obj.name)] = SimPodGroup(podgroup=obj)
+        elif isinstance(obj, Pod):
+            self._add_pod(obj, body)
+        elif isinstance(obj, Workload):
+            self.workloads[(obj.group_kind, obj.meta.namespace, obj.name)] = obj
+        elif isinstance(obj, ConfigMap):
+            self.configmaps[(obj.meta.namespace, obj.meta.name)] = obj
+        elif isinstance(obj, Namespace):
+            pass
+
+    def _add_pod(self, pod: Pod, body: dict[str, Any]) -> None:
+        ours = pod.scheduler_name == SCHEDULER_NAME
+        status = TaskStatus.PENDING
+        node = None
+        if pod.phase == "Succeeded":
+            status = TaskStatus.SUCCEEDED
+        elif pod.phase == "Failed":
+            status = TaskStatus.FAILED
+        elif pod.node_name:
+            status, node = TaskStatus.RUNNING, pod.node_name
+        duration = None
+        if DURATION_ANNOTATION in pod.meta.annotations:
+            try:
+                duration = parse_duration(pod.meta.annotations[DURATION_ANNOTATION])
+            except ValueError as exc:
+                raise InputError(
+                    source=None,
+                    kind="Pod",
+                    name=pod.key,
+                    field=f"metadata.annotations.{DURATION_ANNOTATION}",
+                    problem=str(exc),
+                ) from None
+        groups: tuple[str, ...] = ()
+        if pod.meta.labels.get(api_pod.GPU_GROUP_LABEL):
+            groups = (pod.meta.labels[api_pod.GPU_GROUP_LABEL],)
+        sim = SimPod(
+            pod=pod,
+            raw=body,
+            ours=ours,
+            status=status,
+            node=node,
+            duration=duration,
+            gpu_groups=groups,
+            labels=dict(pod.meta.labels),
+            annotations=dict(pod.meta.annotations),
+        )
+        if status == TaskStatus.RUNNING:
+            sim.start_time = pod.meta.creation_timestamp
+            if duration is not None:
+                sim.finish_at = self.now + duration
+        if not ours and status == TaskStatus.PENDING:
+            sim.reason = "NotOurScheduler"
+            sim.message = (
+                f'spec.schedulerName is "{pod.scheduler_name}"; '
+                f"set it to {SCHEDULER_NAME} for kai to schedule this pod"
+            )
+        self.pods[pod.key] = sim
+
+    # ----------------------------------------------------------------- grouping
+    def _lookup(self, namespace: str, api_version: str, kind: str, name: str) -> Mapping[str, Any] | None:
+        found = self.raw_objects.get((namespace, api_version, kind, name))
+        if found is not None:
+            return found
+        group = group_of(api_version)
+        for (ns, av, k, n), body in self.raw_objects.items():
+            if ns == namespace and k == kind and n == name and group_of(av) == group:
+                return body
+        return None
+
+    def _grouper_config(self) -> grouper_config.GrouperConfig:
+        return grouper_config.GrouperConfig(
+            queue_label_key=self.config.queue_label_key,
+            priority_classes={name: pc.value for name, pc in self.priority_classes.items()},
+        )
+
+    def _group_pods(self) -> None:
+        config: grouper_config.GrouperConfig | None = None
+        for key in sorted(self.pods):
+            sim = self.pods[key]
+            if not sim.ours or sim.podgroup is not None:
+                continue
+            explicit = sim.annotations.get(api_pod.POD_GROUP_ANNOTATION)
+            if explicit:
+                sim.podgroup = explicit
+                continue
+            if config is None:
+                config = self._grouper_config()
+            chain = top_owner.owner_chain(pod=sim.raw, lookup=self._lookup)
+            if isinstance(chain, model.GroupingError):
+                self._pod_problem(sim, chain.reason, chain.message)
+                continue
+            sim.owner = (
+                str(chain.top_owner.get("kind", "")),
+                str(chain.top_owner.get("metadata", {}).get("name", "")),
+            )
+            result = grouping.group_pod(pod=sim.raw, chain=chain, config=config)
+            if isinstance(result, model.GroupingError):
+                self._pod_problem(sim, result.reason, result.message)
+                continue
+            for warning in result.warnings:
+                self._event("Warning", warning.reason, f"Pod/{key}", warning.message)
+            pg_key = (result.namespace, result.name)
+            if pg_key not in self.podgroups:
+                pg = PodGroup(
+                    meta=ObjectMeta(
+                        name=result.name,
+                        namespace=result.namespace,
+                        uid=f"pg-{result.owner.uid}",
+                        labels=dict(result.labels),
+                        annotations=dict(result.annotations),
+                        creation_timestamp=self.now,
+                    ),
+                    min_member=result.min_member,
+                    queue=result.queue,
+                    priority_class_name=result.priority_class_name,
+                    preemptibility=str(result.preemptibility) if result.preemptibility else None,
+                    sub_groups=tuple(
+                        SubGroup(name=s.name, min_member=s.min_member, parent=s.parent)
+                        for s in result.sub_groups
+                    ),
+                )
+                self.podgroups[pg_key] = SimPodGroup(podgroup=pg, derived=True)
+            sim.podgroup = result.name
+            sim.annotations[api_pod.POD_GROUP_ANNOTATION] = result.name
+            if result.pod_sub_group:
+                sim.labels[api_pod.SUBGROUP_LABEL] = result.pod_sub_group
+                if sim.pod.meta.labels.get(api_pod.SUBGROUP_LABEL) != result.pod_sub_group:
+                    meta = sim.pod.meta
+                    new_meta = ObjectMeta(
+                        name=meta.name,
+                        namespace=meta.namespace,
+                        uid=meta.uid,
+                        labels=dict(sim.labels),
+                        annotations=meta.annotations,
+                        owner_references=meta.owner_references,
+                        creation_timestamp=meta.creation_timestamp,
+                    )
+                    fields = {f: getattr(sim.pod, f) for f in sim.pod.__dataclass_fields__}
+                    fields["meta"] = new_meta
+                    sim.pod = Pod(**fields)
+
+    def _pod_problem(self, sim: SimPod, reason: str, message: str) -> None:
+        sim.reason, sim.message = reason, message
+        self._event("Warning", reason, f"Pod/{sim.pod.key}", message)
+
+    def _event(self, type_: str, reason: str, obj: str, message: str) -> None:
+        """Record an event, once per object and message (as the API server would aggregate them)."""
+        if self._last_messages.get(obj + reason) == message:
+            return
+        self._last_messages[obj + reason] = message
+        self.totals.events.append(
+            EventRecord(time=self.now, type=type_, reason=reason, object=obj, message=message)
+        )
+
+    # ----------------------------------------------------------------- timed transitions
+    def _advance_pods(self) -> None:
+        for key in sorted(self.pods):
+            sim = self.pods[key]
+            if (
+                sim.status == TaskStatus.RELEASING
+                and sim.release_at is not None
+                and sim.release_at <= self.now + 1e-9
+            ):
+                del self.pods[key]
+                self._event(
+                    "Normal", "Killing", f"Pod/{key}", "pod deleted after its termination grace period"
+                )
+            elif (
+                sim.status == TaskStatus.RUNNING
+                and sim.finish_at is not None
+                and sim.finish_at <= self.now + 1e-9
+            ):
+                sim.move(TaskStatus.SUCCEEDED)
+                self._event("Normal", "Completed", f"Pod/{key}", "pod succeeded")
+
+    def next_timed_event(self) -> float | None:
+        times = [t for t, *_ in self._pending]
+        for sim in self.pods.values():
+            if sim.status == TaskStatus.RELEASING and sim.release_at is not None:
+                times.append(sim.release_at)
+            if sim.status == TaskStatus.RUNNING and sim.finish_at is not None:
+                times.append(sim.finish_at)
+        return min(times) if times else None
+
+    # ----------------------------------------------------------------- the cycle
+    def step(self) -> bool:
+        """Run one cycle at the current time, then advance the clock. Returns whether anything changed."""
+        self._create_due()
+        self._advance_pods()
+        self._group_pods()
+        result = self._schedule()
+        changed = self._apply(result)
+        self.totals.cycles += 1
+        self.now += self.config.schedule_period
+        return changed
+
+    def _schedule(self) -> CycleResult:
+        ours: list[PodState] = []
+        foreign: list[PodState] = []
+        for key in sorted(self.pods):
+            sim = self.pods[key]
+            status = TaskStatus.PENDING if sim.status == TaskStatus.PIPELINED else sim.status
+            state = PodState(
+                pod=sim.pod,
+                status=status,
+                node=sim.node,
+                nominated_node=sim.nominated_node,
+                gpu_groups=sim.gpu_groups,
+                start_time=sim.start_time,
+                podgroup=sim.podgroup,
+            )
+            (ours if sim.ours else foreign).append(state)
+        built = build_snapshot(
+            now=self.now,
+            nodes=list(self.nodes.values()),
+            pods=ours,
+            foreign_pods=foreign,
+            podgroups=[g.podgroup for g in self.podgroups.values()],
+            queues=list(self.queues.values()),
+            priority_classes=self.priority_classes,
+        )
+        for problem in built.queue_problems:
+            self._event("Warning", "InvalidQueue", f"Queue/{problem.queue}", problem.message)
+        return run_cycle(built.snapshot, self.config)
+
+    def _apply(self, result: CycleResult) -> bool:
+        changed = False
+        self.fair_share = result.fair_share
+        for placement in result.placements:
+            sim = self.pods[placement.pod]
+            if placement.kind is Kind.BIND:
+                sim.move(TaskStatus.RUNNING)
+                sim.node, sim.nominated_node = placement.node, None
+                sim.gpu_groups, sim.gpu_portion = placement.gpu_groups, placement.gpu_portion
+                sim.start_time = self.now
+                sim.reason = sim.message = None
+                if placement.gpu_groups:
+                    sim.labels[api_pod.GPU_GROUP_LABEL] = placement.gpu_groups[0]
+                if sim.duration is not None:
+                    sim.finish_at = self.now + sim.duration
+                self._event(
+                    "Normal",
+                    "Scheduled",
+                    f"Pod/{placement.pod}",
+                    f"Successfully assigned {placement.pod} to {placement.node}",
+                )
+                changed = True
+            else:
+                if sim.status != TaskStatus.PIPELINED or sim.nominated_node != placement.node:
+                    changed = True
+                sim.move(TaskStatus.PIPELINED)
+                sim.nominated_node = placement.node
+                sim.gpu_groups, sim.gpu_portion = placement.gpu_groups, placement.gpu_portion
+                sim.reason, sim.message = (
+                    "Pipelined",
+                    f"waiting for resources being released on {placement.node}",
+                )
+        for eviction in result.evictions:
+            sim = self.pods[eviction.pod]
+            sim.move(TaskStatus.RELEASING)
+            sim.release_at = self.now + sim.pod.termination_grace_seconds
+            self.totals.evictions.append(
+                EvictionRecord(
+                    time=self.now,
+                    pod=eviction.pod,
+                    podgroup=eviction.podgroup,
+                    action=eviction.action,
+                    preemptor=eviction.preemptor,
+                )
+            )
+            self._event("Warning", "Evicted", f"Pod/{eviction.pod}", eviction.message)
+            changed = True
+        for start in result.starts:
+            ns, name = start.podgroup.split("/", 1)
+            group = self.podgroups.get((ns, name))
+            if group is not None:
+                group.last_start = self.now
+        conditions = {c.podgroup: c for c in result.conditions}
+        for (ns, name), group in self.podgroups.items():
+            cond = conditions.get(f"{ns}/{name}")
+            if cond is None:
+                group.conditions = []
+                continue
+            group.conditions = [
+                {"type": "UnschedulableOnNodePool", "reason": cond.reason, "message": cond.message}
+            ]
+            self._event("Warning", cond.reason, f"PodGroup/{ns}/{name}", cond.message)
+            for sim in self.pods.values():
+                if sim.podgroup == name and sim.pod.namespace == ns and sim.status == TaskStatus.PENDING:
+                    sim.reason, sim.message = "Unschedulable", cond.message
+        for event in result.events:
+            self._event(event.type, event.reason, event.object, event.message)
+        return changed
+
+    def run(self, *, cycles: int | None, until_idle: bool, max_time: float) -> None:
+        if not until_idle:
+            for _ in range(cycles or 1):
+                self.step()
+            return
+        limit = self.start + max_time
+        while self.now <= limit:
+            changed = self.step()
+            if changed:
+                continue
+            upcoming = self.next_timed_event()
+            if upcoming is None:
+                return
+            if upcoming > self.now:
+                period = self.config.schedule_period
+                steps = max(0, int((upcoming - self.now) // period))
+                self.now += steps * period
+                if self.now < upcoming - 1e-9:
+                    self.now += period
+
+    def clock_text(self) -> str:
+        return format_timestamp(self.now)
+
+
+__all__ = ["Event", "Simulation"]

@@ -1,0 +1,208 @@
+"""`kai sim` output: the JSON document of the sim contract, and tables a person reads.
+
+The JSON is built from the end state of the simulation; lists are sorted so that the same input
+always prints byte-identical output.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from kai.api.fields import format_timestamp
+from kai.api.priority import DEFAULT_PRIORITY_CLASS, PREEMPTIBLE_BELOW
+from kai.api.queue import QUEUE_RESOURCE_KEYS
+from kai.core.model import ALIVE, TaskStatus
+from kai.core.resources import MB
+from kai.sim.engine import Simulation
+
+PHASES = {
+    TaskStatus.PENDING: "Pending",
+    TaskStatus.ALLOCATED: "Running",
+    TaskStatus.PIPELINED: "Pipelined",
+    TaskStatus.RUNNING: "Running",
+    TaskStatus.RELEASING: "Releasing",
+    TaskStatus.SUCCEEDED: "Succeeded",
+    TaskStatus.FAILED: "Failed",
+}
+
+
+def _num(value: float) -> float:
+    return float(round(value, 9))
+
+
+def _queue_vector(values: np.ndarray | tuple[float, float, float]) -> dict[str, float]:
+    gpu, cpu, memory = (float(v) for v in values)
+    return {"gpu": _num(gpu), "cpu": _num(cpu), "memory": _num(memory / MB if memory != -1 else -1.0)}
+
+
+def _charge(sim: Simulation, key: str) -> np.ndarray:
+    p = sim.pods[key]
+    req = p.pod.requests
+    gpu = req.get("nvidia.com/gpu", 0.0)
+    share = p.pod.gpu_share
+    if share is not None:
+        if share.fraction is not None:
+            gpu += share.fraction * share.num_devices
+        elif p.gpu_portion:
+            gpu += p.gpu_portion * share.num_devices
+        elif share.memory_mib:
+            memory = min((n.gpu_memory_mib for n in sim.nodes.values()), default=100)
+            gpu += share.memory_mib / memory * share.num_devices
+    return np.array([gpu, req.get("cpu", 0.0), req.get("memory", 0.0)])
+
+
+def build(sim: Simulation) -> dict[str, Any]:
+    pods_out = []
+    group_counts: dict[tuple[str, str], list[int]] = {}
+    queue_of: dict[tuple[str, str], str] = {k: g.podgroup.queue for k, g in sim.podgroups.items()}
+    allocated: dict[str, np.ndarray] = {}
+    allocated_np: dict[str, np.ndarray] = {}
+    requested: dict[str, np.ndarray] = {}
+    preemptible_of: dict[tuple[str, str], bool] = {}
+    for key, group in sim.podgroups.items():
+        pg = group.podgroup
+        pc = sim.priority_classes.get(pg.priority_class_name or DEFAULT_PRIORITY_CLASS)
+        value = pc.value if pc is not None else 50
+        preemptible_of[key] = (
+            (pg.preemptibility == "preemptible") if pg.preemptibility else value < PREEMPTIBLE_BELOW
+        )
+    for pod_key in sorted(sim.pods, key=lambda k: (sim.pods[k].pod.namespace, sim.pods[k].pod.name)):
+        p = sim.pods[pod_key]
+        group_key = (p.pod.namespace, p.podgroup) if p.podgroup else None
+        queue = queue_of.get(group_key) if group_key else None
+        share = p.pod.gpu_share
+        pods_out.append(
+            {
+                "namespace": p.pod.namespace,
+                "name": p.pod.name,
+                "phase": PHASES[p.status],
+                "node": p.node if p.status in (TaskStatus.RUNNING, TaskStatus.RELEASING) else None,
+                "nominatedNode": p.nominated_node if p.status == TaskStatus.PIPELINED else None,
+                "podGroup": p.podgroup,
+                "queue": queue,
+                "gpuFraction": (share.fraction if share.fraction is not None else (p.gpu_portion or None))
+                if share is not None
+                else None,
+                "gpuGroups": sorted(p.gpu_groups) if share is not None else [],
+                "reason": p.reason if p.status in (TaskStatus.PENDING, TaskStatus.PIPELINED) else None,
+                "message": p.message if p.status in (TaskStatus.PENDING, TaskStatus.PIPELINED) else None,
+                "labels": dict(sorted(p.labels.items())),
+                "owner": {"kind": p.owner[0], "name": p.owner[1]} if p.owner else None,
+            }
+        )
+        if group_key is not None and group_key in sim.podgroups:
+            counts = group_counts.setdefault(group_key, [0, 0, 0, 0])
+            if p.status in ALIVE:
+                counts[0] += 1
+            elif p.status == TaskStatus.PENDING:
+                counts[1] += 1
+            elif p.status == TaskStatus.SUCCEEDED:
+                counts[2] += 1
+            elif p.status == TaskStatus.FAILED:
+                counts[3] += 1
+            if queue is not None and p.status in (
+                TaskStatus.RUNNING,
+                TaskStatus.PIPELINED,
+                TaskStatus.PENDING,
+            ):
+                charge = _charge(sim, pod_key)
+                requested[queue] = requested.get(queue, np.zeros(3)) + charge
+                if p.status == TaskStatus.RUNNING:
+                    allocated[queue] = allocated.get(queue, np.zeros(3)) + charge
+                    if not preemptible_of[group_key]:
+                        allocated_np[queue] = allocated_np.get(queue, np.zeros(3)) + charge
+    groups_out = []
+    for key in sorted(sim.podgroups):
+        group = sim.podgroups[key]
+        pg = group.podgroup
+        running, pending, succeeded, _failed = group_counts.get(key, [0, 0, 0, 0])
+        pc_name = pg.priority_class_name or DEFAULT_PRIORITY_CLASS
+        pc = sim.priority_classes.get(pc_name)
+        if running >= pg.min_member:
+            phase = "Running"
+        elif succeeded and not pending and not running:
+            phase = "Succeeded"
+        elif running:
+            phase = "Running" if pending == 0 else "Pending"
+        else:
+            phase = "Pending"
+        groups_out.append(
+            {
+                "namespace": pg.meta.namespace,
+                "name": pg.name,
+                "queue": pg.queue,
+                "minMember": pg.min_member,
+                "priorityClassName": pc_name,
+                "priority": pc.value if pc is not None else None,
+                "preemptible": preemptible_of[key],
+                "phase": phase,
+                "running": running,
+                "pending": pending,
+                "conditions": list(group.conditions),
+            }
+        )
+
+    # queue figures roll up to the parents
+    def rolled(source: dict[str, np.ndarray], name: str) -> np.ndarray:
+        total = source.get(name, np.zeros(3)).copy()
+        for child in children.get(name, []):
+            total += rolled(source, child)
+        return total
+
+    children: dict[str, list[str]] = {}
+    for q in sim.queues.values():
+        if q.parent is not None:
+            children.setdefault(q.parent, []).append(q.name)
+    queues_out = []
+    for name in sorted(sim.queues):
+        q = sim.queues[name]
+        quota = [q.resources[k].quota for k in QUEUE_RESOURCE_KEYS]
+        limit = [q.resources[k].limit for k in QUEUE_RESOURCE_KEYS]
+        weight = [q.resources[k].over_quota_weight for k in QUEUE_RESOURCE_KEYS]
+        fair = sim.fair_share.get(name, (0.0, 0.0, 0.0))
+        queues_out.append(
+            {
+                "name": name,
+                "parent": q.parent,
+                "children": sorted(children.get(name, [])),
+                "priority": q.priority,
+                "quota": {k: _num(v) for k, v in zip(QUEUE_RESOURCE_KEYS, quota, strict=True)},
+                "limit": {k: _num(v) for k, v in zip(QUEUE_RESOURCE_KEYS, limit, strict=True)},
+                "overQuotaWeight": {k: _num(v) for k, v in zip(QUEUE_RESOURCE_KEYS, weight, strict=True)},
+                "fairShare": _queue_vector(fair),
+                "allocated": _queue_vector(rolled(allocated, name)),
+                "allocatedNonPreemptible": _queue_vector(rolled(allocated_np, name)),
+                "requested": _queue_vector(rolled(requested, name)),
+            }
+        )
+    evictions = [
+        {
+            "time": format_timestamp(e.time),
+            "pod": e.pod,
+            "podGroup": e.podgroup.split("/", 1)[1],
+            "action": e.action,
+            "preemptor": e.preemptor,
+        }
+        for e in sorted(sim.totals.evictions, key=lambda e: (e.time, e.pod))
+    ]
+    events = [
+        {
+            "time": format_timestamp(e.time),
+            "type": e.type,
+            "reason": e.reason,
+            "object": e.object,
+            "message": e.message,
+        }
+        for e in sorted(sim.totals.events, key=lambda e: (e.time, e.object, e.reason))
+    ]
+    return {
+        "clock": sim.clock_text(),
+        "cycles": sim.totals.cycles,
+        "pods": pods_out,
+        "podGroups": groups_out,
+        "queues": queues_out,
+        "evictions": evictions,
+        "events": events,
+    }

@@ -1,0 +1,60 @@
+"""The simulated cluster's mutable state: pods with their lifecycle, PodGroups with their status.
+
+Pod lifecycle in the simulator (every edge a named transition):
+Pending -> Running (bind), Pending -> Pipelined (nominated onto releasing resources),
+Pipelined -> Pending (re-placed next cycle), Running -> Releasing (evicted),
+Releasing -> gone (grace period over), Running -> Succeeded (duration elapsed).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kai.api.pod import Pod
+from kai.api.podgroup import PodGroup
+from kai.core.model import TaskStatus
+
+TRANSITIONS: dict[TaskStatus, frozenset[TaskStatus]] = {
+    TaskStatus.PENDING: frozenset({TaskStatus.RUNNING, TaskStatus.PIPELINED}),
+    TaskStatus.PIPELINED: frozenset({TaskStatus.PENDING, TaskStatus.RUNNING, TaskStatus.PIPELINED}),
+    TaskStatus.RUNNING: frozenset({TaskStatus.RELEASING, TaskStatus.SUCCEEDED, TaskStatus.FAILED}),
+    TaskStatus.RELEASING: frozenset(),
+    TaskStatus.SUCCEEDED: frozenset(),
+    TaskStatus.FAILED: frozenset(),
+}
+
+
+@dataclass(slots=True)
+class SimPod:
+    pod: Pod
+    raw: dict[str, object]
+    ours: bool
+    status: TaskStatus
+    node: str | None = None
+    nominated_node: str | None = None
+    gpu_groups: tuple[str, ...] = ()
+    gpu_portion: float = 0.0
+    start_time: float | None = None
+    finish_at: float | None = None
+    release_at: float | None = None
+    duration: float | None = None
+    podgroup: str | None = None
+    reason: str | None = None
+    message: str | None = None
+    owner: tuple[str, str] | None = None  # top owner (kind, name)
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+
+    def move(self, to: TaskStatus) -> None:
+        if to not in TRANSITIONS[self.status]:
+            raise ValueError(f"pod {self.pod.key}: invalid transition {self.status} -> {to}")
+        self.status = to
+
+
+@dataclass(slots=True)
+class SimPodGroup:
+    podgroup: PodGroup
+    conditions: list[dict[str, str]] = field(default_factory=list)
+    last_start: float | None = None
+    stale_since: float | None = None
+    derived: bool = False  # made by the pod grouper rather than applied by the user
