@@ -20,7 +20,7 @@ UNSCHEDULABLE = "Unschedulable"
 def _candidates(session: Session) -> list[Job]:
     jobs = []
     for job in session.snapshot.jobs:
-        if not session.pending_tasks(job):
+        if not session.has_pending(job):
             continue
         if job.problem is not None:
             session.record_condition(job, job.problem.reason, job.problem.message)
@@ -57,5 +57,5 @@ class AllocateAction:
             session.conditions.pop(job.index, None)
             if was_idle and any(session.status[t.index] == TaskStatus.ALLOCATED for t in tasks):
                 session.starts.append(JobStart(podgroup=job.key))
-            if session.pending_tasks(job):
+            if session.has_pending(job):
                 order.push(job)

@@ -76,41 +76,38 @@ def find_fit(session: Session, task: Task) -> Fit:
 
 
 def fit_errors(session: Session, task: Task, fit: Fit) -> str:
-    """A kube-scheduler-style summary of why nodes were ruled out."""
+    """A kube-scheduler-style summary of why nodes were ruled out (vectorized; one reason per node)."""
     snap = session.snapshot
     nodes = snap.nodes
     reasons: Counter[str] = Counter()
     constraint = snap.constraints[task.constraint]
-    future = session.idle + session.releasing
+    remaining = ~fit.later
+    unschedulable = remaining & ~nodes.schedulable
+    if unschedulable.any():
+        reasons["node is unschedulable or not ready"] += int(unschedulable.sum())
+    remaining &= nodes.schedulable
+    rejected = remaining & ~snap.constraint_masks[task.constraint]
+    for n in np.flatnonzero(rejected):
+        why = constraint_lib.selector_mismatch(constraint, labels=nodes.labels[n], node_name=nodes.names[n])
+        if why is None:
+            taint = constraint_lib.untolerated_taint(constraint, nodes.taints[n])
+            why = f"untolerated taint {taint.key}" if taint is not None else "node affinity mismatch"
+        reasons[why] += 1
+    remaining &= ~rejected
+    short = (session.idle + session.releasing) < task.request - EPS  # [N, R]
     names = snap.resources.names
-    for n in range(nodes.count):
-        if fit.later[n]:
-            continue
-        if not nodes.schedulable[n]:
-            reasons["node is unschedulable or not ready"] += 1
-            continue
-        if not snap.constraint_masks[task.constraint][n]:
-            why = constraint_lib.selector_mismatch(
-                constraint, labels=nodes.labels[n], node_name=nodes.names[n]
-            )
-            if why is None:
-                taint = constraint_lib.untolerated_taint(constraint, nodes.taints[n])
-                why = f"untolerated taint {taint.key}" if taint is not None else "node affinity mismatch"
-            reasons[why] += 1
-            continue
-        short = np.flatnonzero(future[n] < task.request - EPS)
-        if short.size:
-            r = int(short[0]) if GPU not in short else GPU
-            reasons["too many pods" if r == PODS else f"insufficient {names[r]}"] += 1
-            continue
+    order = [GPU] + [r for r in range(len(names)) if r != GPU]
+    for r in order:
+        hit = remaining & short[:, r]
+        if hit.any():
+            reasons["too many pods" if r == PODS else f"insufficient {names[r]}"] += int(hit.sum())
+            remaining &= ~hit
+    if remaining.any():
+        count = int(remaining.sum())
         if task.is_shared_gpu:
-            portion = gpu_devices.task_portion(task, int(nodes.gpu_memory_mib[n]))
-            if portion > 1.0:
-                reasons["gpu-memory request exceeds the device's memory"] += 1
-            else:
-                reasons["no GPU with enough free memory for the fraction"] += 1
-            continue
-        reasons["rejected by a scheduling plugin"] += 1
+            reasons["no GPU with enough free memory for the fraction"] += count
+        else:
+            reasons["rejected by a scheduling plugin"] += count
     parts = ", ".join(
         f"{count} {reason}" for reason, count in sorted(reasons.items(), key=lambda rc: (-rc[1], rc[0]))
     )

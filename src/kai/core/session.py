@@ -73,6 +73,17 @@ class Session:
         self.queue_request: Matrix = np.zeros((n_queues, 3))
         self.fair_share: Matrix = np.zeros((n_queues, 3))
         self.podset_alive: list[npt.NDArray[np.int64]] = []
+        # per-task queue charges, per-job tasks in task order, and a per-job change counter that
+        # statements bump, so per-job derived values can be cached safely
+        self.task_charge: Matrix = np.array(
+            [self.queue_charge(t) for t in snapshot.tasks], dtype=np.float64
+        ).reshape(len(snapshot.tasks), 3)
+        self.job_order_tasks: list[npt.NDArray[np.int64]] = [
+            np.array(sorted(job.tasks, key=lambda i: self._task_order_key(snapshot.tasks[i])), dtype=np.int64)
+            for job in snapshot.jobs
+        ]
+        self.job_version: npt.NDArray[np.int64] = np.zeros(len(snapshot.jobs), dtype=np.int64)
+        self._attempt_cache: dict[int, tuple[int, Vector]] = {}
         for job in snapshot.jobs:
             alive = np.zeros(len(job.podsets), dtype=np.int64)
             for t in job.tasks:
@@ -167,11 +178,29 @@ class Session:
             return False
         return all(int(alive[i]) >= ps.min_available for i, ps in enumerate(job.podsets))
 
+    @staticmethod
+    def _task_order_key(task: Task) -> tuple[int, float, str]:
+        return (-task.task_priority, task.creation, task.name)
+
     def pending_tasks(self, job: Job) -> list[Task]:
         """Pending tasks in task order: higher task-priority label first, then creation, then name."""
-        tasks = [self.snapshot.tasks[t] for t in job.tasks if self.status[t] == TaskStatus.PENDING]
-        tasks.sort(key=lambda t: (-t.task_priority, t.creation, t.name))
-        return tasks
+        order = self.job_order_tasks[job.index]
+        pending = order[self.status[order] == TaskStatus.PENDING]
+        return [self.snapshot.tasks[int(t)] for t in pending]
+
+    def has_pending(self, job: Job) -> bool:
+        order = self.job_order_tasks[job.index]
+        return bool(np.any(self.status[order] == TaskStatus.PENDING))
+
+    def attempt_request(self, job: Job) -> Vector:
+        """Queue-space resources of the job's next allocation attempt (cached until the job changes)."""
+        version = int(self.job_version[job.index])
+        cached = self._attempt_cache.get(job.index)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        value = self.job_request(self.tasks_to_allocate(job))
+        self._attempt_cache[job.index] = (version, value)
+        return value
 
     def alive_tasks(self, job: Job) -> list[Task]:
         return [self.snapshot.tasks[t] for t in job.tasks if TaskStatus(int(self.status[t])) in ALIVE]
@@ -203,14 +232,13 @@ class Session:
                 chosen.append(t)
                 taken.add(t.index)
                 missing_total -= 1
-        chosen.sort(key=lambda t: (-t.task_priority, t.creation, t.name))
+        chosen.sort(key=self._task_order_key)
         return chosen
 
     def job_request(self, tasks: list[Task]) -> Vector:
-        total = np.zeros(3)
-        for t in tasks:
-            total += self.queue_charge(t)
-        return total
+        if not tasks:
+            return np.zeros(3)
+        return np.asarray(self.task_charge[[t.index for t in tasks]].sum(axis=0), dtype=np.float64)
 
     def record_condition(self, job: Job, reason: str, message: str) -> None:
         self.conditions[job.index] = JobCondition(podgroup=job.key, reason=reason, message=message)

@@ -108,7 +108,8 @@ class Statement:
         s.node[task.index] = node
         s.gpu_groups[task.index] = groups
         s.podset_alive[task.job][task.podset] += 1
-        charge = s.queue_charge(task)
+        s.job_version[task.job] += 1
+        charge = s.task_charge[task.index]
         s._charge_queue(job, charge, +1.0, request_too=False)
 
         def undo() -> None:
@@ -127,6 +128,7 @@ class Statement:
             s.node[task.index] = previous_node
             s.gpu_groups[task.index] = previous_groups
             s.podset_alive[task.job][task.podset] -= 1
+            s.job_version[task.job] += 1
             s._charge_queue(job, charge, -1.0, request_too=False)
 
         kind = Kind.PIPELINE if pipelined else Kind.BIND
@@ -169,7 +171,8 @@ class Statement:
                     moved_gpu += 1.0
         s.status[task.index] = TaskStatus.RELEASING
         s.podset_alive[task.job][task.podset] -= 1
-        charge = s.queue_charge(task)
+        s.job_version[task.job] += 1
+        charge = s.task_charge[task.index]
         s._charge_queue(job, charge, -1.0, request_too=False)
 
         def undo() -> None:
@@ -180,6 +183,7 @@ class Statement:
                 devs[g].releasing -= portion
             s.status[task.index] = previous_status
             s.podset_alive[task.job][task.podset] += 1
+            s.job_version[task.job] += 1
             s._charge_queue(job, charge, +1.0, request_too=False)
 
         self._ops.append(

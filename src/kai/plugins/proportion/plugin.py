@@ -83,8 +83,8 @@ def compare_queues(session: Session, left: int, right: int, left_job: Job, right
     r_over = bool(np.all(rf < ra))
     if l_over != r_over:
         return 1 if l_over else -1
-    lj = la + session.job_request(session.tasks_to_allocate(left_job))
-    rj = ra + session.job_request(session.tasks_to_allocate(right_job))
+    lj = la + session.attempt_request(left_job)
+    rj = ra + session.attempt_request(right_job)
     l_starved = _less_equal(lj, queues[left].deserved)
     r_starved = _less_equal(rj, queues[right].deserved)
     if l_starved != r_starved:
