@@ -145,6 +145,8 @@ class Simulation:
         uid = obj.meta.uid or _uid(next(self._uid_counter), f"{obj.meta.namespace}/{obj.meta.name}")
         created = obj.meta.creation_timestamp if obj.meta.creation_timestamp is not None else self.now
         meta["uid"] = uid
+        if obj.meta.namespace:
+            meta["namespace"] = obj.meta.namespace  # the API server defaults it, so the grouper sees it
         meta["creationTimestamp"] = format_timestamp(created)
         body["metadata"] = meta
         new_meta = ObjectMeta(
