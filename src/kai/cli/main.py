@@ -97,7 +97,8 @@ def sim(
         if isinstance(obj, Workload):
             click.echo(
                 f"warning: {obj.source}: {obj.api_version} {obj.kind} {obj.name}: "
-                "this version of kai sim does not emulate its controller yet, so it creates no pods; apply its pods (or PodGroups) directly",
+                "this version of kai sim does not emulate its controller yet, so it creates no pods; "
+                "apply its pods (or PodGroups) directly",
                 err=True,
             )
     if loaded.errors:
