@@ -44,6 +44,17 @@ def group_pod(
         )
     if isinstance(result, model.GroupingError):
         return result
+    if result.min_member < 1:
+        # The PodGroup CRD requires minMember >= 1; the API server would reject this PodGroup.
+        return model.GroupingError(
+            reason="InvalidWorkload",
+            message=(
+                f"{objects.describe(chain.top_owner)} asks for a gang of {result.min_member} pods for "
+                f"PodGroup {result.name}, but a PodGroup needs at least 1. To fix: set the workload's "
+                f"minimum (e.g. schedulingPolicy.minAvailable) to at least 1."
+            ),
+            warnings=result.warnings,
+        )
     assert result.pod_sub_group is None or any(sg.name == result.pod_sub_group for sg in result.sub_groups)
     node_pool_key = config.node_pool_label_key
     node_pool = objects.labels(pod).get(node_pool_key)
