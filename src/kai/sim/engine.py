@@ -12,6 +12,7 @@ Each cycle at virtual time `now`:
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import heapq
 import itertools
@@ -26,7 +27,7 @@ from kai.api.manifest import ApiObject, ConfigMap, Namespace, Workload, group_of
 from kai.api.meta import ObjectMeta
 from kai.api.node import Node
 from kai.api.pod import Pod
-from kai.api.podgroup import PodGroup, SubGroup
+from kai.api.podgroup import LAST_START_ANNOTATION, STALE_TIMESTAMP_ANNOTATION, PodGroup, SubGroup
 from kai.api.priority import PriorityClass
 from kai.api.queue import Queue
 from kai.core.decisions import CycleResult, Event, Kind
@@ -363,6 +364,9 @@ class Simulation:
                 times.append(sim.release_at)
             if sim.status == TaskStatus.RUNNING and sim.finish_at is not None:
                 times.append(sim.finish_at)
+        grace = self.config.staleness_grace_period
+        if grace >= 0:
+            times.extend(g.stale_since + grace for g in self.podgroups.values() if g.stale_since is not None)
         return min(times) if times else None
 
     # ----------------------------------------------------------------- the cycle
@@ -458,6 +462,14 @@ class Simulation:
             group = self.podgroups.get((ns, name))
             if group is not None:
                 group.last_start = self.now
+                self._annotate(group, LAST_START_ANNOTATION, format_timestamp(self.now))
+        for mark in result.stale_marks:
+            ns, name = mark.podgroup.split("/", 1)
+            group = self.podgroups.get((ns, name))
+            if group is not None:
+                group.stale_since = mark.since
+                value = format_timestamp(mark.since) if mark.since is not None else None
+                self._annotate(group, STALE_TIMESTAMP_ANNOTATION, value)
         conditions = {c.podgroup: c for c in result.conditions}
         for (ns, name), group in self.podgroups.items():
             cond = conditions.get(f"{ns}/{name}")
@@ -474,6 +486,17 @@ class Simulation:
         for event in result.events:
             self._event(event.type, event.reason, event.object, event.message)
         return changed
+
+    @staticmethod
+    def _annotate(group: SimPodGroup, key: str, value: str | None) -> None:
+        """Write (or remove, for None) an annotation the scheduler keeps on a PodGroup."""
+        meta = group.podgroup.meta
+        annotations = dict(meta.annotations)
+        if value is None:
+            annotations.pop(key, None)
+        else:
+            annotations[key] = value
+        group.podgroup = dataclasses.replace(group.podgroup, meta=dataclasses.replace(meta, annotations=annotations))
 
     def run(self, *, cycles: int | None, until_idle: bool, max_time: float) -> None:
         if not until_idle:
