@@ -1,0 +1,37 @@
+"""Emulated workload controllers for `kai sim`: Deployments, StatefulSets, Jobs, KubeRay,
+Kubeflow, JobSet and LeaderWorkerSet create their child objects and pods the way the real
+controllers and operators do, so users can apply the same YAML they would `kubectl apply`.
+
+Each controller is a pure function of raw Kubernetes dicts (see `model.Controller`); the
+simulator's store calls `controller_for(obj).reconcile(owner=..., children=..., names=...)`
+for every object until nothing changes, and applies the returned `Reconciliation`. What each
+kind emulates, and what it leaves out, is documented in its module (`apps`, `batch`, `ray`,
+`kubeflow`, `jobset`, `lws`).
+"""
+
+from kai.sim.controllers.model import (
+    Controller,
+    Event,
+    NameSource,
+    Obj,
+    ObjectRef,
+    Reconciliation,
+    SpecError,
+)
+from kai.sim.controllers.names import SeededNameSource
+from kai.sim.controllers.registry import CONTROLLERS, controller_for, is_restarting_owner, registry_key
+
+__all__ = [
+    "CONTROLLERS",
+    "Controller",
+    "Event",
+    "NameSource",
+    "Obj",
+    "ObjectRef",
+    "Reconciliation",
+    "SeededNameSource",
+    "SpecError",
+    "controller_for",
+    "is_restarting_owner",
+    "registry_key",
+]
