@@ -147,7 +147,9 @@ def _annotation_time(annotations: Mapping[str, str], key: str) -> float | None:
         return None
 
 
-def _missing_queue_message(name: str, queues: Sequence[Queue], problems: Mapping[str, str]) -> str:
+def _missing_queue_message(
+    name: str, queues: Sequence[Queue], problems: Mapping[str, str], label_key: str
+) -> str:
     leaves = sorted(q.name for q in queues if q.is_leaf)
     if name in problems:
         return f'queue "{name}" cannot be used: {problems[name]}'
@@ -155,12 +157,14 @@ def _missing_queue_message(name: str, queues: Sequence[Queue], problems: Mapping
         if q.name == name:
             kids = ", ".join(sorted(queues[c].name for c in q.children))
             return (
-                f'queue "{name}" is not a leaf queue (it has child queues {kids}); '
-                f"only leaf queues take jobs: use one of {kids}"
+                f'queue "{name}" is not a leaf queue (it has child queues {kids}); only leaf queues take '
+                f"jobs: set the {label_key} label to one of: {kids}"
             )
     if not name:
-        return "the PodGroup names no queue; set spec.queue to one of: " + ", ".join(leaves)
-    return f'queue "{name}" does not exist; create it or use one of: ' + ", ".join(leaves)
+        return f"the PodGroup names no queue; set the {label_key} label to one of: " + ", ".join(leaves)
+    return f'queue "{name}" does not exist; create it or set the {label_key} label to one of: ' + ", ".join(
+        leaves
+    )
 
 
 def build_snapshot(
@@ -172,6 +176,7 @@ def build_snapshot(
     podgroups: Sequence[api_podgroup.PodGroup],
     queues: Sequence[api_queue.Queue],
     priority_classes: Mapping[str, api_priority.PriorityClass],
+    queue_label_key: str = "kai.scheduler/queue",
 ) -> BuiltSnapshot:
     """Assemble the cycle's snapshot. `pods` are ours (scheduled by kai); `foreign_pods` only use nodes."""
     extended = {name for n in nodes for name in n.allocatable}
@@ -222,7 +227,7 @@ def build_snapshot(
             qi = -1
             problem = JobProblem(
                 reason=QUEUE_DOES_NOT_EXIST,
-                message=_missing_queue_message(pg.queue, queue_list, queue_problems),
+                message=_missing_queue_message(pg.queue, queue_list, queue_problems, queue_label_key),
             )
         pc_name = pg.priority_class_name or api_priority.DEFAULT_PRIORITY_CLASS
         pc = priority_classes.get(pc_name)

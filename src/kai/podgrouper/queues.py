@@ -84,6 +84,31 @@ def resolve_queue(
     return config.default_queue, ()
 
 
+def missing_label_hint(
+    *, base: objects.RawObject, pod: objects.RawObject, config: cfg.GrouperConfig
+) -> model.GroupingWarning | None:
+    """A warning for a workload that names no queue at all and so falls back to the default queue.
+
+    This is the most common cause of "my pod stays Pending" in KAI's troubleshooting guides; the
+    simulator records it as an event. None when a queue label (current or legacy) or a project label
+    is present. Pure, no side effects.
+    """
+    keys = [config.queue_label_key, cfg.PROJECT_LABEL_KEY]
+    if config.legacy_queue_label_key:
+        keys.append(config.legacy_queue_label_key)
+    if any(_label(holder, key) for holder in (base, pod) for key in keys):
+        return None
+    where = objects.describe(base) + ("" if base is pod else " or its pod")
+    return model.GroupingWarning(
+        reason="QueueLabelMissing",
+        message=(
+            f"Queue label missing: no {config.queue_label_key} label on {where}; it goes to "
+            f"{config.default_queue}. To fix: add the label {config.queue_label_key}: <queue> to the "
+            f"metadata of {objects.describe(base)}."
+        ),
+    )
+
+
 def _leaves_under(queue: str, children: Mapping[str, list[str]], is_leaf: Mapping[str, bool]) -> list[str]:
     leaves: list[str] = []
     stack = [queue]

@@ -35,7 +35,7 @@ from kai.core.model import TaskStatus
 from kai.core.session import SchedulerConfig
 from kai.core.snapshot_builder import PodState, build_snapshot
 from kai.podgrouper import config as grouper_config
-from kai.podgrouper import grouping, model, top_owner
+from kai.podgrouper import base, grouping, model, queues, top_owner
 from kai.scheduler.cycle import run_cycle
 from kai.sim import defaults
 from kai.sim.state import SimPod, SimPodGroup
@@ -251,6 +251,14 @@ class Simulation:
                 return body
         return None
 
+    def _list_pods(self, namespace: str, match_labels: Mapping[str, str]) -> Sequence[Mapping[str, Any]]:
+        out: list[Mapping[str, Any]] = []
+        for key in sorted(self.pods):
+            sim = self.pods[key]
+            if sim.pod.namespace == namespace and all(sim.labels.get(k) == v for k, v in match_labels.items()):
+                out.append(sim.raw)
+        return out
+
     def _grouper_config(self) -> grouper_config.GrouperConfig:
         return grouper_config.GrouperConfig(
             queue_label_key=self.config.queue_label_key,
@@ -259,6 +267,7 @@ class Simulation:
 
     def _group_pods(self) -> None:
         config: grouper_config.GrouperConfig | None = None
+        view = base.EMPTY_VIEW
         for key in sorted(self.pods):
             sim = self.pods[key]
             if not sim.ours or sim.podgroup is not None:
@@ -269,6 +278,7 @@ class Simulation:
                 continue
             if config is None:
                 config = self._grouper_config()
+                view = base.ClusterView(lookup=self._lookup, list_pods=self._list_pods)
             chain = top_owner.owner_chain(pod=sim.raw, lookup=self._lookup)
             if isinstance(chain, model.GroupingError):
                 self._pod_problem(sim, chain.reason, chain.message)
@@ -277,11 +287,12 @@ class Simulation:
                 str(chain.top_owner.get("kind", "")),
                 str(chain.top_owner.get("metadata", {}).get("name", "")),
             )
-            result = grouping.group_pod(pod=sim.raw, chain=chain, config=config)
+            result = grouping.group_pod(pod=sim.raw, chain=chain, config=config, view=view)
             if isinstance(result, model.GroupingError):
                 self._pod_problem(sim, result.reason, result.message)
                 continue
-            for warning in result.warnings:
+            hint = queues.missing_label_hint(base=chain.top_owner, pod=sim.raw, config=config)
+            for warning in (*result.warnings, *((hint,) if hint is not None else ())):
                 self._event("Warning", warning.reason, f"Pod/{key}", warning.message)
             pg_key = (result.namespace, result.name)
             if pg_key not in self.podgroups:
@@ -405,6 +416,7 @@ class Simulation:
             podgroups=[g.podgroup for g in self.podgroups.values()],
             queues=list(self.queues.values()),
             priority_classes=self.priority_classes,
+            queue_label_key=self.config.queue_label_key,
         )
         for problem in built.queue_problems:
             self._event("Warning", "InvalidQueue", f"Queue/{problem.queue}", problem.message)
