@@ -34,8 +34,8 @@ from kai.core.decisions import CycleResult, Event, Kind
 from kai.core.model import TaskStatus
 from kai.core.session import SchedulerConfig
 from kai.core.snapshot_builder import PodState, build_snapshot
-from kai.podgrouper import config as grouper_config
 from kai.podgrouper import base, grouping, model, queues, top_owner
+from kai.podgrouper import config as grouper_config
 from kai.scheduler.cycle import run_cycle
 from kai.sim import defaults
 from kai.sim.state import SimPod, SimPodGroup
