@@ -111,6 +111,12 @@ def sim(
     except InputError as exc:
         _fail(str(exc))
         return
+    except Exception as exc:  # an internal error: say so plainly, exit 1 (the contract), keep the trace
+        import traceback
+
+        traceback.print_exc(file=sys.stderr)
+        click.echo(f"internal error: {type(exc).__name__}: {exc}; please report it with the input", err=True)
+        sys.exit(1)
     doc = output.build(simulation)
     if fmt == "json":
         click.echo(json.dumps(doc, indent=2))
