@@ -6,7 +6,7 @@ Each controller is a pure function of raw Kubernetes dicts (see `model.Controlle
 simulator's store calls `controller_for(obj).reconcile(owner=..., children=..., names=...)`
 for every object until nothing changes, and applies the returned `Reconciliation`. What each
 kind emulates, and what it leaves out, is documented in its module (`apps`, `batch`, `ray`,
-`kubeflow`, `jobset`, `lws`).
+`ray_jobs`, `kubeflow`, `mpi`, `jobset`, `lws`).
 """
 
 from kai.sim.controllers.model import (

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from kai.sim.controllers import apps, batch, jobset, kubeflow, lws, model, objects, ray
+from kai.sim.controllers import apps, batch, jobset, kubeflow, lws, model, mpi, objects, ray, ray_jobs
 
 CONTROLLERS: Mapping[str, model.Controller] = MappingProxyType(
     {
@@ -21,13 +21,13 @@ CONTROLLERS: Mapping[str, model.Controller] = MappingProxyType(
         "batch/Job": batch.JobController(),
         "batch/CronJob": batch.CronJobController(),
         "ray.io/RayCluster": ray.RayClusterController(),
-        "ray.io/RayJob": ray.RayJobController(),
-        "ray.io/RayService": ray.RayServiceController(),
+        "ray.io/RayJob": ray_jobs.RayJobController(),
+        "ray.io/RayService": ray_jobs.RayServiceController(),
         "kubeflow.org/PyTorchJob": kubeflow.TrainingJobController(kubeflow.PYTORCH),
         "kubeflow.org/TFJob": kubeflow.TrainingJobController(kubeflow.TENSORFLOW),
         "kubeflow.org/XGBoostJob": kubeflow.TrainingJobController(kubeflow.XGBOOST),
         "kubeflow.org/JAXJob": kubeflow.TrainingJobController(kubeflow.JAX),
-        "kubeflow.org/MPIJob": kubeflow.MPIJobController(),
+        "kubeflow.org/MPIJob": mpi.MPIJobController(),
         "kubeflow.org/Notebook": kubeflow.NotebookController(),
         "jobset.x-k8s.io/JobSet": jobset.JobSetController(),
         "leaderworkerset.x-k8s.io/LeaderWorkerSet": lws.LeaderWorkerSetController(),
