@@ -40,10 +40,13 @@ def predicate_mask(session: Session, task: Task) -> BoolVector:
 
 def find_fit(session: Session, task: Task) -> Fit:
     mask = predicate_mask(session, task)
-    req = task.request
-    future = session.idle + session.releasing
-    now = mask & np.all(session.idle >= req - EPS, axis=1)
-    later = mask & np.all(future >= req - EPS, axis=1)
+    # As kube-scheduler: only resources the task asks for are checked (an overcommitted resource
+    # the task does not use does not rule a node out).
+    asked = np.flatnonzero(task.request > 0)
+    req = task.request[asked]
+    idle = session.idle[:, asked]
+    now = mask & np.all(idle >= req - EPS, axis=1)
+    later = mask & np.all(idle + session.releasing[:, asked] >= req - EPS, axis=1)
     devices: dict[int, gpu_devices.DeviceChoice] = {}
     if task.is_shared_gpu:
         count = max(1, task.gpu_devices)
@@ -94,7 +97,7 @@ def fit_errors(session: Session, task: Task, fit: Fit) -> str:
             why = f"untolerated taint {taint.key}" if taint is not None else "node affinity mismatch"
         reasons[why] += 1
     remaining &= ~rejected
-    short = (session.idle + session.releasing) < task.request - EPS  # [N, R]
+    short = ((session.idle + session.releasing) < task.request - EPS) & (task.request > 0)  # [N, R]
     names = snap.resources.names
     order = [GPU] + [r for r in range(len(names)) if r != GPU]
     for r in order:
