@@ -12,7 +12,6 @@ from rich.console import Console
 from kai import __version__
 from kai.api.errors import InputError
 from kai.api.fields import parse_duration, parse_timestamp
-from kai.api.manifest import Workload
 from kai.cli.tables import print_tables
 from kai.sim import output
 from kai.sim.config import load_config, parse_actions
@@ -93,14 +92,6 @@ def sim(
             "kind not understood by kai sim; skipped",
             err=True,
         )
-    for obj, _ in loaded.objects:
-        if isinstance(obj, Workload):
-            click.echo(
-                f"warning: {obj.source}: {obj.api_version} {obj.kind} {obj.name}: "
-                "this version of kai sim does not emulate its controller yet, so it creates no pods; "
-                "apply its pods (or PodGroups) directly",
-                err=True,
-            )
     if loaded.errors:
         for error in loaded.errors:
             click.echo(f"error: {error}", err=True)
@@ -123,7 +114,7 @@ def sim(
     elif fmt == "yaml":
         click.echo(yaml.safe_dump(doc, sort_keys=False))
     else:
-        print_tables(doc, Console())
+        print_tables(doc, Console(width=None if sys.stdout.isatty() else 160))
 
 
 @main.command()

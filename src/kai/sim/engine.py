@@ -37,7 +37,7 @@ from kai.core.snapshot_builder import PodState, build_snapshot
 from kai.podgrouper import base, grouping, model, queues, top_owner
 from kai.podgrouper import config as grouper_config
 from kai.scheduler.cycle import run_cycle
-from kai.sim import defaults
+from kai.sim import controllers, defaults, reconcile
 from kai.sim.state import SimPod, SimPodGroup
 
 SCHEDULER_NAME = "kai-scheduler"
@@ -101,7 +101,8 @@ class Simulation:
         self.podgroups: dict[tuple[str, str], SimPodGroup] = {}
         self.pods: dict[str, SimPod] = {}
         self.workloads: dict[tuple[str, str, str], Workload] = {}
-        self.raw_objects: dict[tuple[str, str, str, str], Mapping[str, Any]] = {}
+        self.raw_objects: dict[tuple[str, str, str, str], Mapping[str, Any]] = {}  # ns, group, kind, name
+        self.names = controllers.SeededNameSource(seed="kai-sim")
         self.configmaps: dict[tuple[str, str], ConfigMap] = {}
         self.totals = Totals()
         self.fair_share: dict[str, tuple[float, float, float]] = {}
@@ -110,6 +111,9 @@ class Simulation:
         self._pending: list[tuple[float, int, ApiObject, Mapping[str, Any]]] = []
         self._seq = itertools.count()
         self._last_messages: dict[str, str] = {}
+        for obj, _ in objects:
+            if isinstance(obj, Workload):
+                reconcile.validate_workload(obj)
         has_nodes = any(isinstance(o, Node) for o, _ in objects)
         for i, (obj, raw) in enumerate(objects):
             delay_text = obj.meta.annotations.get(CREATE_AT_ANNOTATION)
@@ -174,7 +178,7 @@ class Simulation:
         obj, body = self._stamp(obj, raw)
         api_version = str(body.get("apiVersion", ""))
         kind = str(body.get("kind", ""))
-        self.raw_objects[(obj.meta.namespace, api_version, kind, obj.meta.name)] = body
+        self.raw_objects[(obj.meta.namespace, group_of(api_version), kind, obj.meta.name)] = body
         if isinstance(obj, Node):
             self.nodes[obj.name] = obj
         elif isinstance(obj, Queue):
@@ -242,14 +246,53 @@ class Simulation:
 
     # ----------------------------------------------------------------- grouping
     def _lookup(self, namespace: str, api_version: str, kind: str, name: str) -> Mapping[str, Any] | None:
-        found = self.raw_objects.get((namespace, api_version, kind, name))
-        if found is not None:
-            return found
-        group = group_of(api_version)
-        for (ns, av, k, n), body in self.raw_objects.items():
-            if ns == namespace and k == kind and n == name and group_of(av) == group:
-                return body
-        return None
+        found = self.raw_objects.get((namespace, group_of(api_version), kind, name))
+        if found is None and namespace:
+            found = self.raw_objects.get(("", group_of(api_version), kind, name))
+        return found
+
+    # ----------------------------------------------------------------- store operations (controllers)
+    def record_event(self, type_: str, reason: str, obj: str, message: str) -> None:
+        self._event(type_, reason, obj, message)
+
+    def _forget_pod(self, key: str) -> None:
+        sim = self.pods.pop(key)
+        self.raw_objects.pop((sim.pod.namespace, "", "Pod", sim.pod.name), None)
+
+    def delete_pod(self, key: str, *, reason: str) -> None:
+        """Delete a pod as the API server would: a running pod terminates over its grace period."""
+        sim = self.pods[key]
+        if sim.status == TaskStatus.RUNNING:
+            sim.move(TaskStatus.RELEASING)
+            sim.release_at = self.now + sim.pod.termination_grace_seconds
+            self._event("Normal", "Killing", f"Pod/{key}", f"stopping pod: {reason}")
+        elif sim.status != TaskStatus.RELEASING:
+            self._forget_pod(key)
+
+    def delete_workload(self, key: tuple[str, str, str]) -> None:
+        """Delete a controller-managed object and, by garbage collection, everything it owns."""
+        workload = self.workloads.pop(key, None)
+        if workload is None:
+            return
+        group = key[0].split("/", 1)[0]
+        self.raw_objects.pop((workload.meta.namespace, group, workload.kind, workload.name), None)
+        uid = workload.meta.uid
+        for pod_key in sorted(self.pods):
+            refs = (self.pods[pod_key].raw.get("metadata") or {}).get("ownerReferences") or []
+            if any(ref.get("uid") == uid for ref in refs):
+                self.delete_pod(pod_key, reason=f"its owner {workload.kind} {workload.name} was deleted")
+        for other in sorted(self.workloads):
+            refs = (self.workloads[other].raw.get("metadata") or {}).get("ownerReferences") or []
+            if any(ref.get("uid") == uid for ref in refs):
+                self.delete_workload(other)
+
+    def set_workload_status(self, key: tuple[str, str, str], status: Mapping[str, Any]) -> None:
+        workload = self.workloads[key]
+        raw = dict(workload.raw)
+        raw["status"] = copy.deepcopy(dict(status))
+        self.workloads[key] = dataclasses.replace(workload, raw=raw)
+        group = key[0].split("/", 1)[0]
+        self.raw_objects[(workload.meta.namespace, group, workload.kind, workload.name)] = raw
 
     def _list_pods(self, namespace: str, match_labels: Mapping[str, str]) -> Sequence[Mapping[str, Any]]:
         out: list[Mapping[str, Any]] = []
@@ -356,7 +399,7 @@ class Simulation:
                 and sim.release_at is not None
                 and sim.release_at <= self.now + 1e-9
             ):
-                del self.pods[key]
+                self._forget_pod(key)
                 self._event(
                     "Normal", "Killing", f"Pod/{key}", "pod deleted after its termination grace period"
                 )
@@ -385,9 +428,10 @@ class Simulation:
         """Run one cycle at the current time, then advance the clock. Returns whether anything changed."""
         self._create_due()
         self._advance_pods()
+        controllers_changed = reconcile.reconcile_all(self, self.names)
         self._group_pods()
         result = self._schedule()
-        changed = self._apply(result)
+        changed = self._apply(result) or controllers_changed
         self.totals.cycles += 1
         self.now += self.config.schedule_period
         return changed

@@ -9,6 +9,7 @@ Releasing -> gone (grace period over), Running -> Succeeded (duration elapsed).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from kai.api.pod import Pod
 from kai.api.podgroup import PodGroup
@@ -27,7 +28,7 @@ TRANSITIONS: dict[TaskStatus, frozenset[TaskStatus]] = {
 @dataclass(slots=True)
 class SimPod:
     pod: Pod
-    raw: dict[str, object]
+    raw: dict[str, Any]
     ours: bool
     status: TaskStatus
     node: str | None = None
