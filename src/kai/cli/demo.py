@@ -22,6 +22,7 @@ from kai.sim import output
 from kai.sim.engine import Simulation
 
 MAX_SCENE_TIME = 3600.0
+NOTICES = ("QueueLabelMissing", "DeprecatedQueueLabel")  # warnings a user must see to fix their manifest
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -72,6 +73,11 @@ def run_demo(console: Console) -> None:
         console.print(pods_table(doc))
         for line in pending_reasons(doc):
             console.print(f"  waiting: {line}", highlight=False)
+        seen: set[str] = set()
+        for event in doc["events"]:
+            if event["type"] == "Warning" and event["reason"] in NOTICES and event["message"] not in seen:
+                seen.add(event["message"])
+                console.print(f"  notice ({event['reason']}): {event['message']}", highlight=False)
         if doc["evictions"]:
             console.print(evictions_table(doc))
         console.print(queues_table(doc))

@@ -122,7 +122,7 @@ def demo() -> None:
     """Walk through gang scheduling and fair share on the embedded cluster (no cluster needed)."""
     from kai.cli.demo import run_demo
 
-    run_demo(Console())
+    run_demo(Console(width=None if sys.stdout.isatty() else 140))
 
 
 if __name__ == "__main__":

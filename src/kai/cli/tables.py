@@ -40,10 +40,16 @@ def pending_reasons(doc: dict[str, Any]) -> list[str]:
     """One line per waiting PodGroup (or ungrouped pod): why it is not running."""
     lines = []
     seen: set[str] = set()
+    owners: dict[str, str] = {}
+    for p in doc["pods"]:
+        if p["owner"] and p["podGroup"]:
+            owners.setdefault(f"{p['namespace']}/{p['podGroup']}", f"{p['owner']['kind']} {p['owner']['name']}")
     for g in doc["podGroups"]:
+        key = f"{g['namespace']}/{g['name']}"
+        who = owners.get(key, g["name"])
         for c in g["conditions"]:
-            lines.append(f"{g['name']} ({c['reason']}): {c['message']}")
-            seen.add(f"{g['namespace']}/{g['name']}")
+            lines.append(f"{who} ({c['reason']}): {c['message']}")
+            seen.add(key)
     for p in doc["pods"]:
         if p["phase"] == "Pending" and p["message"] and f"{p['namespace']}/{p['podGroup']}" not in seen:
             lines.append(f"{p['name']} ({p['reason']}): {p['message']}")
