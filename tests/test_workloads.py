@@ -139,3 +139,24 @@ def test_invalid_workload_is_unusable_input(tmp_path: pathlib.Path) -> None:
     result = CliRunner().invoke(main, ["sim", "-f", str(path)])
     assert result.exit_code == 2
     assert "Deployment web" in result.stderr
+
+
+def test_evicted_controller_pod_is_recreated_pending_then_rescheduled() -> None:
+    from kai.core.model import TaskStatus
+    from kai.core.session import SchedulerConfig
+    from kai.sim.engine import Simulation
+    from kai.sim.loader import load_paths
+
+    loaded = load_paths([str(MANIFESTS / "ray-cluster.kai-scheduler.yaml")])
+    sim = Simulation(loaded.objects, config=SchedulerConfig(actions=("allocate",)))
+    sim.step()
+    workers = sorted(k for k, p in sim.pods.items() if p.labels.get("ray.io/node-type") == "worker")
+    victim = sim.pods[workers[0]]
+    assert victim.status == TaskStatus.RUNNING
+    victim.move(TaskStatus.RELEASING)  # as an eviction would
+    victim.release_at = sim.now
+    sim.step()  # the grace period is over: the pod is gone and KubeRay creates a replacement
+    now_workers = sorted(k for k, p in sim.pods.items() if p.labels.get("ray.io/node-type") == "worker")
+    assert workers[0] not in now_workers
+    assert len(now_workers) == 2
+    assert all(sim.pods[k].status == TaskStatus.RUNNING for k in now_workers)
