@@ -105,6 +105,14 @@ def fit_errors(session: Session, task: Task, fit: Fit) -> str:
         if hit.any():
             reasons["too many pods" if r == PODS else f"insufficient {names[r]}"] += int(hit.sum())
             remaining &= ~hit
+    if remaining.any() and task.is_shared_gpu and task.gpu_memory_mib > 0:
+        too_big = remaining & (nodes.gpu_memory_mib < task.gpu_memory_mib)
+        if too_big.any():
+            largest = int(nodes.gpu_memory_mib.max())
+            reasons[
+                f"gpu-memory {task.gpu_memory_mib} MiB is more than the node's GPU memory (largest {largest} MiB)"
+            ] += int(too_big.sum())
+            remaining &= ~too_big
     if remaining.any():
         count = int(remaining.sum())
         if task.is_shared_gpu:

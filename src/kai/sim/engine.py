@@ -37,7 +37,7 @@ from kai.core.snapshot_builder import PodState, build_snapshot
 from kai.podgrouper import base, grouping, model, queues, top_owner
 from kai.podgrouper import config as grouper_config
 from kai.scheduler.cycle import run_cycle
-from kai.sim import controllers, defaults, reconcile
+from kai.sim import binder, controllers, defaults, reconcile
 from kai.sim.state import SimPod, SimPodGroup
 
 SCHEDULER_NAME = "kai-scheduler"
@@ -103,6 +103,7 @@ class Simulation:
         self.workloads: dict[tuple[str, str, str], Workload] = {}
         self.raw_objects: dict[tuple[str, str, str, str], Mapping[str, Any]] = {}  # ns, group, kind, name
         self.names = controllers.SeededNameSource(seed="kai-sim")
+        self.ledger = binder.DeviceLedger()
         self.configmaps: dict[tuple[str, str], ConfigMap] = {}
         self.totals = Totals()
         self.fair_share: dict[str, tuple[float, float, float]] = {}
@@ -141,6 +142,9 @@ class Simulation:
             for q in defaults.default_queues(created=self.start - 1):
                 self.queues[q.name] = q
         self._create_due()
+        for key in sorted(self.pods):
+            if self.pods[key].status == TaskStatus.RUNNING and self.pods[key].node is not None:
+                self._bind_devices(self.pods[key])
 
     # ----------------------------------------------------------------- object creation
     def _stamp(self, obj: ApiObject, raw: Mapping[str, Any]) -> tuple[ApiObject, dict[str, Any]]:
@@ -255,7 +259,36 @@ class Simulation:
     def record_event(self, type_: str, reason: str, obj: str, message: str) -> None:
         self._event(type_, reason, obj, message)
 
+    def _bind_devices(self, sim: SimPod) -> None:
+        """Record what the binder writes on a bound pod: device indices, group label, env, annotation."""
+        assert sim.node is not None
+        node = self.nodes.get(sim.node)
+        capacity = int(node.allocatable.get(api_pod.GPU_RESOURCE, 0)) if node is not None else 0
+        binding = self.ledger.bind(
+            node=sim.node, capacity=capacity, pod=sim.pod.key,
+            whole_gpus=int(sim.pod.requests.get(api_pod.GPU_RESOURCE, 0)), groups=sim.gpu_groups,
+            portion=sim.gpu_portion,
+        )
+        sim.labels.update(binding.labels)
+        sim.annotations.update(binding.annotations)
+        sim.env = binding.env
+        sim.gpu_devices = binding.devices
+
+    def _unbind_devices(self, sim: SimPod) -> None:
+        """The pod no longer holds devices (gone or finished); shared groups live while others use them."""
+        if sim.node is None:
+            return
+        live = {
+            g
+            for other in self.pods.values()
+            if other is not sim and other.node == sim.node
+            and other.status in (TaskStatus.RUNNING, TaskStatus.RELEASING)
+            for g in other.gpu_groups
+        }
+        self.ledger.release(node=sim.node, pod=sim.pod.key, live_groups=live)
+
     def _forget_pod(self, key: str) -> None:
+        self._unbind_devices(self.pods[key])
         sim = self.pods.pop(key)
         self.raw_objects.pop((sim.pod.namespace, "", "Pod", sim.pod.name), None)
 
@@ -409,6 +442,7 @@ class Simulation:
                 and sim.finish_at <= self.now + 1e-9
             ):
                 sim.move(TaskStatus.SUCCEEDED)
+                self._unbind_devices(sim)
                 self._event("Normal", "Completed", f"Pod/{key}", "pod succeeded")
 
     def next_timed_event(self) -> float | None:
@@ -477,8 +511,7 @@ class Simulation:
                 sim.gpu_groups, sim.gpu_portion = placement.gpu_groups, placement.gpu_portion
                 sim.start_time = self.now
                 sim.reason = sim.message = None
-                if placement.gpu_groups:
-                    sim.labels[api_pod.GPU_GROUP_LABEL] = placement.gpu_groups[0]
+                self._bind_devices(sim)
                 if sim.duration is not None:
                     sim.finish_at = self.now + sim.duration
                 self._event(

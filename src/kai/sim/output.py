@@ -89,6 +89,9 @@ def build(sim: Simulation) -> dict[str, Any]:
                 "reason": p.reason if p.status in (TaskStatus.PENDING, TaskStatus.PIPELINED) else None,
                 "message": p.message if p.status in (TaskStatus.PENDING, TaskStatus.PIPELINED) else None,
                 "labels": dict(sorted(p.labels.items())),
+                "annotations": dict(sorted(p.annotations.items())),
+                "gpuDevices": list(p.gpu_devices) if p.status in (TaskStatus.RUNNING, TaskStatus.RELEASING) else [],
+                "env": dict(sorted(p.env.items())) if p.status in (TaskStatus.RUNNING, TaskStatus.RELEASING) else {},
                 "owner": {"kind": p.owner[0], "name": p.owner[1]} if p.owner else None,
             }
         )

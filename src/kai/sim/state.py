@@ -35,6 +35,8 @@ class SimPod:
     nominated_node: str | None = None
     gpu_groups: tuple[str, ...] = ()
     gpu_portion: float = 0.0
+    gpu_devices: tuple[int, ...] = ()  # physical GPU indices on the node (the binder's choice)
+    env: dict[str, str] = field(default_factory=dict)  # NVIDIA_VISIBLE_DEVICES, GPU_PORTION, ...
     start_time: float | None = None
     finish_at: float | None = None
     release_at: float | None = None

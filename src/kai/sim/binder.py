@@ -1,0 +1,91 @@
+"""The simulator's binder: what KAI's binder and the device plugin write onto a bound pod.
+
+For every bound pod it records which physical GPU indices of the node the pod uses (whole GPUs
+for `nvidia.com/gpu` requests, one device per shared GPU group for fractions) and the outputs a
+real GPU stack consumes: the `runai-gpu-group` label, the `received-resource-type` annotation
+(Regular or Fraction) and the environment values `NVIDIA_VISIBLE_DEVICES`, `GPU_PORTION` and
+`RUNAI_NUM_OF_GPUS`. Indices are handed out lowest-free-first, so runs are reproducible.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+RECEIVED_RESOURCE_TYPE = "received-resource-type"
+GPU_GROUP_LABEL = "runai-gpu-group"
+
+
+@dataclass(slots=True)
+class NodeDevices:
+    capacity: int
+    holders: dict[int, str] = field(default_factory=dict)  # device index -> "pod:<ns/name>" | "group:<id>"
+
+    def free(self) -> list[int]:
+        return [i for i in range(self.capacity) if i not in self.holders]
+
+    def index_of_group(self, group: str) -> int | None:
+        for index, holder in self.holders.items():
+            if holder == f"group:{group}":
+                return index
+        return None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Binding:
+    devices: tuple[int, ...]
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    env: dict[str, str]
+
+
+class DeviceLedger:
+    """Device indices per node; groups live while any pod uses them."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, NodeDevices] = {}
+
+    def _node(self, node: str, capacity: int) -> NodeDevices:
+        devices = self.nodes.get(node)
+        if devices is None:
+            devices = self.nodes[node] = NodeDevices(capacity=capacity)
+        return devices
+
+    def bind(
+        self, *, node: str, capacity: int, pod: str, whole_gpus: int, groups: tuple[str, ...], portion: float
+    ) -> Binding:
+        devices = self._node(node, capacity)
+        indices: list[int] = []
+        free = devices.free()
+        for _ in range(whole_gpus):
+            if not free:
+                break  # more GPUs bound than the node has: report what there is
+            index = free.pop(0)
+            devices.holders[index] = f"pod:{pod}"
+            indices.append(index)
+        for group in groups:
+            held = devices.index_of_group(group)
+            if held is None and free:
+                held = free.pop(0)
+                devices.holders[held] = f"group:{group}"
+            if held is not None:
+                indices.append(held)
+        visible = ",".join(str(i) for i in indices)
+        if groups:
+            share = f"{portion:.2f}"
+            return Binding(
+                devices=tuple(indices),
+                labels={GPU_GROUP_LABEL: groups[0]},
+                annotations={RECEIVED_RESOURCE_TYPE: "Fraction"},
+                env={"NVIDIA_VISIBLE_DEVICES": visible, "GPU_PORTION": share, "RUNAI_NUM_OF_GPUS": share},
+            )
+        env = {"NVIDIA_VISIBLE_DEVICES": visible} if indices else {}
+        return Binding(devices=tuple(indices), labels={}, annotations={RECEIVED_RESOURCE_TYPE: "Regular"}, env=env)
+
+    def release(self, *, node: str, pod: str, live_groups: set[str]) -> None:
+        """Free the pod's whole GPUs, and any group no live pod on the node still uses."""
+        devices = self.nodes.get(node)
+        if devices is None:
+            return
+        for index, holder in list(devices.holders.items()):
+            if holder == f"pod:{pod}" or (holder.startswith("group:") and holder[6:] not in live_groups):
+                del devices.holders[index]
