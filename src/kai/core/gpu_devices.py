@@ -62,7 +62,7 @@ def initial_devices(snapshot: Snapshot) -> dict[int, dict[str, SharedDevice]]:
 def new_group_id(*, node: str, now: float, task_key: str, ordinal: int) -> str:
     """A deterministic UUID-shaped id for a new shared device."""
     digest = hashlib.sha1(f"{node}|{now!r}|{task_key}|{ordinal}".encode()).hexdigest()
-    return f"{digest[0:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:32]}"
+    return f"{digest[0:8]}-{digest[8:12]}-4{digest[13:16]}-8{digest[17:20]}-{digest[20:32]}"
 
 
 def choose_devices(
