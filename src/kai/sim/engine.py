@@ -33,7 +33,7 @@ from kai.api.queue import Queue
 from kai.core.decisions import CycleResult, Event, Kind
 from kai.core.model import TaskStatus
 from kai.core.session import SchedulerConfig
-from kai.core.snapshot_builder import PodState, build_snapshot
+from kai.core.snapshot_builder import BuiltSnapshot, PodState, build_snapshot
 from kai.podgrouper import base, grouping, model, queues, top_owner
 from kai.podgrouper import config as grouper_config
 from kai.scheduler.cycle import run_cycle
@@ -243,8 +243,7 @@ class Simulation:
         if not ours and status == TaskStatus.PENDING:
             sim.reason = "NotOurScheduler"
             sim.message = (
-                f'spec.schedulerName is "{pod.scheduler_name}"; '
-                f"set it to {SCHEDULER_NAME} for kai to schedule this pod"
+                f'spec.schedulerName is "{pod.scheduler_name}"; set it to {SCHEDULER_NAME} for kai to schedule this pod'
             )
         self.pods[pod.key] = sim
 
@@ -265,8 +264,11 @@ class Simulation:
         node = self.nodes.get(sim.node)
         capacity = int(node.allocatable.get(api_pod.GPU_RESOURCE, 0)) if node is not None else 0
         binding = self.ledger.bind(
-            node=sim.node, capacity=capacity, pod=sim.pod.key,
-            whole_gpus=int(sim.pod.requests.get(api_pod.GPU_RESOURCE, 0)), groups=sim.gpu_groups,
+            node=sim.node,
+            capacity=capacity,
+            pod=sim.pod.key,
+            whole_gpus=int(sim.pod.requests.get(api_pod.GPU_RESOURCE, 0)),
+            groups=sim.gpu_groups,
             portion=sim.gpu_portion,
         )
         sim.labels.update(binding.labels)
@@ -281,7 +283,8 @@ class Simulation:
         live = {
             g
             for other in self.pods.values()
-            if other is not sim and other.node == sim.node
+            if other is not sim
+            and other.node == sim.node
             and other.status in (TaskStatus.RUNNING, TaskStatus.RELEASING)
             for g in other.gpu_groups
         }
@@ -386,8 +389,7 @@ class Simulation:
                     priority_class_name=result.priority_class_name,
                     preemptibility=str(result.preemptibility) if result.preemptibility else None,
                     sub_groups=tuple(
-                        SubGroup(name=s.name, min_member=s.min_member, parent=s.parent)
-                        for s in result.sub_groups
+                        SubGroup(name=s.name, min_member=s.min_member, parent=s.parent) for s in result.sub_groups
                     ),
                 )
                 self.podgroups[pg_key] = SimPodGroup(podgroup=pg, derived=True)
@@ -419,28 +421,16 @@ class Simulation:
         if self._last_messages.get(obj + reason) == message:
             return
         self._last_messages[obj + reason] = message
-        self.totals.events.append(
-            EventRecord(time=self.now, type=type_, reason=reason, object=obj, message=message)
-        )
+        self.totals.events.append(EventRecord(time=self.now, type=type_, reason=reason, object=obj, message=message))
 
     # ----------------------------------------------------------------- timed transitions
     def _advance_pods(self) -> None:
         for key in sorted(self.pods):
             sim = self.pods[key]
-            if (
-                sim.status == TaskStatus.RELEASING
-                and sim.release_at is not None
-                and sim.release_at <= self.now + 1e-9
-            ):
+            if sim.status == TaskStatus.RELEASING and sim.release_at is not None and sim.release_at <= self.now + 1e-9:
                 self._forget_pod(key)
-                self._event(
-                    "Normal", "Killing", f"Pod/{key}", "pod deleted after its termination grace period"
-                )
-            elif (
-                sim.status == TaskStatus.RUNNING
-                and sim.finish_at is not None
-                and sim.finish_at <= self.now + 1e-9
-            ):
+                self._event("Normal", "Killing", f"Pod/{key}", "pod deleted after its termination grace period")
+            elif sim.status == TaskStatus.RUNNING and sim.finish_at is not None and sim.finish_at <= self.now + 1e-9:
                 sim.move(TaskStatus.SUCCEEDED)
                 self._unbind_devices(sim)
                 self._event("Normal", "Completed", f"Pod/{key}", "pod succeeded")
@@ -470,7 +460,8 @@ class Simulation:
         self.now += self.config.schedule_period
         return changed
 
-    def _schedule(self) -> CycleResult:
+    def snapshot(self) -> BuiltSnapshot:
+        """The snapshot the next cycle would see (pure with respect to the store)."""
         ours: list[PodState] = []
         foreign: list[PodState] = []
         for key in sorted(self.pods):
@@ -486,7 +477,7 @@ class Simulation:
                 podgroup=sim.podgroup,
             )
             (ours if sim.ours else foreign).append(state)
-        built = build_snapshot(
+        return build_snapshot(
             now=self.now,
             nodes=list(self.nodes.values()),
             pods=ours,
@@ -496,6 +487,9 @@ class Simulation:
             priority_classes=self.priority_classes,
             queue_label_key=self.config.queue_label_key,
         )
+
+    def _schedule(self) -> CycleResult:
+        built = self.snapshot()
         for problem in built.queue_problems:
             self._event("Warning", "InvalidQueue", f"Queue/{problem.queue}", problem.message)
         return run_cycle(built.snapshot, self.config)
@@ -565,9 +559,7 @@ class Simulation:
             if cond is None:
                 group.conditions = []
                 continue
-            group.conditions = [
-                {"type": "UnschedulableOnNodePool", "reason": cond.reason, "message": cond.message}
-            ]
+            group.conditions = [{"type": "UnschedulableOnNodePool", "reason": cond.reason, "message": cond.message}]
             self._event("Warning", cond.reason, f"PodGroup/{ns}/{name}", cond.message)
             for sim in self.pods.values():
                 if sim.podgroup == name and sim.pod.namespace == ns and sim.status == TaskStatus.PENDING:
