@@ -24,6 +24,28 @@ NodeScoreFn = Callable[["Session", Task, BoolVector], Vector]
 JobKeyFn = Callable[["Session", Job], tuple[float, ...]]
 CapacityFn = Callable[["Session", Job, Vector], "JobCondition | None"]
 QueueCompareFn = Callable[["Session", int, int, Job, Job], int]
+# Victim guards: True when `victim` is protected from `action` on behalf of `preemptor` (only the
+# pods above its gang minimum may then be taken). Reclaim gates: may this job reclaim at all?
+# Reclaim validators: None when a reclaim scenario is acceptable, else why not.
+VictimGuardFn = Callable[["Session", str, Job, Job], bool]
+ReclaimGateFn = Callable[["Session", Job, Vector], bool]
+ReclaimValidatorFn = Callable[["Session", "ReclaimScenario"], "str | None"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ReclaimScenario:
+    """A reclaim attempt as the validators see it, in queue space, measured before the attempt.
+
+    `victims` maps each victim leaf queue to the charges of the victim jobs that would really be
+    evicted (victims only moved elsewhere are not reclaimed). `allocated` and `allocated_np` are
+    the queues' allocations before any of the scenario's evictions or placements.
+    """
+
+    reclaimer: Job
+    request: Vector
+    victims: dict[int, list[Vector]]
+    allocated: Matrix
+    allocated_np: Matrix
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -53,6 +75,9 @@ class Session:
     * `job_keys`: sort keys, concatenated in registration order; the job's uid ends every key.
     * `capacity_checks`: the first non-None condition rejects the job attempt.
     * `queue_compare`: exactly one provider (the proportion plugin); registering a second is an error.
+    * `victim_guards`: a victim is protected if any guard says so.
+    * `reclaim_gates`: a job may reclaim only if every gate agrees.
+    * `reclaim_validators`: a reclaim scenario is accepted only if every validator returns None.
     """
 
     def __init__(self, snapshot: Snapshot, config: SchedulerConfig) -> None:
@@ -101,6 +126,9 @@ class Session:
         self.job_keys: list[JobKeyFn] = []
         self.capacity_checks: list[CapacityFn] = []
         self._queue_compare: QueueCompareFn | None = None
+        self.victim_guards: list[VictimGuardFn] = []
+        self.reclaim_gates: list[ReclaimGateFn] = []
+        self.reclaim_validators: list[ReclaimValidatorFn] = []
         # outputs, appended by committed statements and by actions
         self.placements: list[Placement] = []
         self.evictions: list[Eviction] = []

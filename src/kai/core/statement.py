@@ -225,8 +225,13 @@ class Statement:
     def commit(self) -> None:
         s = self.session
         names = s.snapshot.nodes.names
+        # a victim evicted and re-placed in the same statement is moved: the pod is evicted and its
+        # replacement (recreated by its controller) is placed later, so only the eviction leaves
+        evicted = {op.task for op in self._ops if op.kind is Kind.EVICT}
         for op in self._ops:
             task = s.snapshot.tasks[op.task]
+            if op.kind is not Kind.EVICT and op.task in evicted:
+                continue
             if op.kind is Kind.EVICT:
                 job = s.snapshot.jobs[task.job]
                 s.evictions.append(

@@ -9,10 +9,16 @@ from collections.abc import Callable, Mapping
 from typing import Protocol
 
 from kai.actions.allocate import AllocateAction
+from kai.actions.consolidation import ConsolidationAction
+from kai.actions.preempt import PreemptAction
+from kai.actions.reclaim import ReclaimAction
+from kai.actions.stalegangeviction import StaleGangEvictionAction
 from kai.core.session import Session
+from kai.plugins.minruntime import MinRuntimePlugin
 from kai.plugins.nodeorder import NodeOrderPlugin
 from kai.plugins.priority import PriorityPlugin
 from kai.plugins.proportion.plugin import ProportionPlugin
+from kai.plugins.proportion.reclaimable import ReclaimablePlugin
 
 
 class Plugin(Protocol):
@@ -27,11 +33,22 @@ class Action(Protocol):
     def execute(self, session: Session) -> None: ...
 
 
-# Plugins open in this order (KAI's operator priorities: proportion, priority, ..., node order).
-PLUGINS: tuple[Callable[[], Plugin], ...] = (ProportionPlugin, PriorityPlugin, NodeOrderPlugin)
+# Plugins open in this order (KAI's operator priorities: proportion, priority, ..., minruntime, node
+# order). The reclaimable rules are part of KAI's proportion plugin and need its fair shares.
+PLUGINS: tuple[Callable[[], Plugin], ...] = (
+    ProportionPlugin,
+    ReclaimablePlugin,
+    PriorityPlugin,
+    MinRuntimePlugin,
+    NodeOrderPlugin,
+)
 
 ACTIONS: Mapping[str, Callable[[], Action]] = {
     "allocate": AllocateAction,
+    "consolidation": ConsolidationAction,
+    "reclaim": ReclaimAction,
+    "preempt": PreemptAction,
+    "stalegangeviction": StaleGangEvictionAction,
 }
 KNOWN_ACTIONS = ("allocate", "consolidation", "reclaim", "preempt", "stalegangeviction")
 

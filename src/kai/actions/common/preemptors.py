@@ -1,0 +1,53 @@
+"""The loop preempt, reclaim and consolidation share: which pending jobs try, in which order, how often.
+
+Jobs come in KAI's hierarchical queue order. A job is skipped when its queue already had
+`queueDepthPerAction` jobs tried in this action, or when an attempt with the same scheduling
+signature (or the same pod shape with fewer pods) already failed in this cycle. A job whose
+attempt succeeds loses its condition, and is tried again for its next pod if it is elastic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from kai.actions.common.job_order import JobsByQueue
+from kai.actions.common.victims import DepthCap, already_failed, signature
+from kai.core.decisions import JobStart
+from kai.core.model import Job, Task, TaskStatus
+from kai.core.session import Session
+
+Attempt = Callable[[Job, Sequence[Task]], bool]
+
+
+def pending_jobs(session: Session, *, preemptible_only: bool = False) -> list[Job]:
+    """Jobs that may take resources from others: pending pods, a valid queue, allowed to preempt."""
+    out = []
+    for job in session.snapshot.jobs:
+        if job.problem is not None or job.queue < 0 or not job.can_preempt:
+            continue
+        if preemptible_only and not job.preemptible:
+            continue
+        if session.has_pending(job):
+            out.append(job)
+    return out
+
+
+def run(session: Session, *, action: str, jobs: Sequence[Job], attempt: Attempt) -> None:
+    order = JobsByQueue(session, jobs)
+    depth = DepthCap(session.config.queue_depth_per_action)
+    while (job := order.pop()) is not None:
+        tasks = session.tasks_to_allocate(job)
+        if not tasks or not depth.allow(job.queue):
+            continue
+        sig = signature(action, job, tasks)
+        if already_failed(session, sig):
+            continue
+        was_idle = session.alive_count(job) == 0
+        if not attempt(job, tasks):
+            session.failed_signatures.add(sig)
+            continue
+        session.conditions.pop(job.index, None)
+        if was_idle and any(session.status[t.index] == TaskStatus.ALLOCATED for t in tasks):
+            session.starts.append(JobStart(podgroup=job.key))
+        if session.has_pending(job):
+            order.push(job)

@@ -1,0 +1,73 @@
+"""The consolidation action: move running pods to make room for a pending job the free space can't fit.
+
+When the free GPUs add up to what a pending preemptible job needs but are scattered across nodes,
+preemptible pods are moved: each victim is evicted and re-placed (Pipelined) on another node, and
+the pending job is placed onto the room they leave. A scenario is accepted only if every victim
+is re-placed; at most `maxConsolidationPreemptees` pods are moved for one job. Consolidation is
+off when the GPU or CPU placement strategy is spread (spreading is the opposite goal).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from kai.actions.common import preemptors
+from kai.actions.common.solver import Scenario, solve
+from kai.actions.common.victims import amount, is_candidate, main_resource, victim_units
+from kai.core.model import Job, Task
+from kai.core.resources import GPU
+from kai.core.session import Session
+from kai.core.statement import Statement
+
+EPS = 1e-9
+SPREAD = "spread"
+
+
+class ConsolidationAction:
+    name = "consolidation"
+
+    def execute(self, session: Session) -> None:
+        config = session.config
+        if config.gpu_placement == SPREAD or config.cpu_placement == SPREAD:
+            return
+        victims = [job for job in session.snapshot.jobs if is_candidate(session, job)]
+        if not victims:
+            return
+
+        def attempt(job: Job, tasks: Sequence[Task]) -> bool:
+            need = float(sum(t.request[GPU] for t in tasks))
+            free = float(np.maximum(session.idle[:, GPU], 0.0).sum())
+            if need <= EPS or free < need - EPS:
+                return False
+            request = session.job_request(list(tasks))
+            if any(check(session, job, request) is not None for check in session.capacity_checks):
+                return False
+            r = main_resource(request)
+
+            def message(scenario: Scenario, task: int) -> str:
+                node = session.snapshot.nodes.names[scenario.moved.get(task, -1)] if task in scenario.moved else "?"
+                return (
+                    f"evicted by consolidation: moved to {node} to make room for {job.key}, which needs "
+                    f"{amount(r, float(request[r]))} that free space scattered across nodes could not hold"
+                )
+
+            stmt = Statement(session, action=self.name)
+            found = solve(
+                session,
+                stmt,
+                preemptor=job,
+                tasks=tasks,
+                units=victim_units(session, [v for v in victims if v.index != job.index], queue_rank={}),
+                validate=lambda scenario: not scenario.lost,
+                message=message,
+                max_victim_tasks=config.max_consolidation_preemptees,
+            )
+            if found is None:
+                return False
+            stmt.commit()
+            return True
+
+        jobs = preemptors.pending_jobs(session, preemptible_only=True)
+        preemptors.run(session, action=self.name, jobs=jobs, attempt=attempt)

@@ -1,0 +1,67 @@
+"""The preempt action: a pending job takes resources from lower-priority jobs of its own queue.
+
+Victims are preemptible jobs of the same queue with strictly lower priority and running pods,
+lowest priority first, then the newest; equal priority never preempts. Recently started jobs are
+protected by the queue's `preemptMinRuntime` (their surplus pods excepted). The preemptor must
+pass the queue's capacity gates once the victims are gone: its limits, and its quota if it is
+not preemptible. The preemptor lands Pipelined on the resources being released and binds once
+the victims are gone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kai.actions.common import preemptors
+from kai.actions.common.solver import Scenario, solve
+from kai.actions.common.victims import amount, is_candidate, main_resource, protected_by_guards, victim_units
+from kai.core.model import Job, Task
+from kai.core.session import Session
+from kai.core.statement import Statement
+
+
+class PreemptAction:
+    name = "preempt"
+
+    def execute(self, session: Session) -> None:
+        by_queue: dict[int, list[Job]] = {}
+        for job in session.snapshot.jobs:
+            if is_candidate(session, job):
+                by_queue.setdefault(job.queue, []).append(job)
+
+        def attempt(job: Job, tasks: Sequence[Task]) -> bool:
+            victims = [v for v in by_queue.get(job.queue, []) if v.priority < job.priority]
+            if not victims:
+                return False
+            protected = frozenset(v.index for v in victims if protected_by_guards(session, self.name, job, v))
+            request = session.job_request(list(tasks))
+            r = main_resource(request)
+            queue = session.snapshot.queues[job.queue].name
+
+            def message(scenario: Scenario, task: int) -> str:
+                victim = session.snapshot.jobs[session.task(task).job]
+                why = (
+                    f"{job.key} (priority {job.priority}) needs {amount(r, float(request[r]))} in queue {queue}; "
+                    f"{victim.key} has lower priority {victim.priority}"
+                )
+                if task in scenario.moved:
+                    node = session.snapshot.nodes.names[scenario.moved[task]]
+                    return f"evicted by preempt: moved to {node} to make room: {why}"
+                return f"evicted by preempt: {why}"
+
+            stmt = Statement(session, action=self.name)
+            found = solve(
+                session,
+                stmt,
+                preemptor=job,
+                tasks=tasks,
+                units=victim_units(session, victims, queue_rank={}, protected=protected),
+                validate=lambda scenario: True,
+                message=message,
+            )
+            if found is None:
+                return False
+            stmt.commit()
+            return True
+
+        preemptors.run(session, action=self.name, jobs=preemptors.pending_jobs(session), attempt=attempt)

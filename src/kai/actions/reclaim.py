@@ -1,0 +1,144 @@
+"""The reclaim action: a queue below its fair share takes resources back from queues above theirs.
+
+The reclaimer must pass the session's reclaim gates (its queue stays within its fair share with
+the job, and within quota if the job is not preemptible). Victims are preemptible jobs with
+running pods in other queues, the most saturated queue first, then lowest priority, then newest;
+queues whose jobs no validator would let go are skipped up front, and recently started jobs are
+protected by `reclaimMinRuntime`. Each scenario is judged by the reclaim validators (KAI's
+strategies and saturation check, see `kai.plugins.proportion.reclaimable`); victims that are only
+moved elsewhere do not count as reclaimed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from kai.actions.common import preemptors
+from kai.actions.common.solver import Scenario, solve
+from kai.actions.common.victims import amount, is_candidate, main_resource, protected_by_guards, victim_units
+from kai.core.model import Job, Task
+from kai.core.resources import Vector
+from kai.core.session import ReclaimScenario, Session
+from kai.core.statement import Statement
+
+EPS = 1e-9
+
+
+def leveled(session: Session, reclaimer: int, victim: int) -> tuple[int, int]:
+    """The two queues where the ancestries of `reclaimer` and `victim` meet (siblings or top queues)."""
+    mine, theirs = session.ancestors(reclaimer)[::-1], session.ancestors(victim)[::-1]
+    pair = (mine[0], theirs[0])
+    for a, b in zip(mine, theirs, strict=False):
+        pair = (a, b)
+        if a != b:
+            break
+    return pair
+
+
+def _n(resource: int, value: float) -> str:
+    """Just the number of an amount, in the unit the message already named."""
+    return amount(resource, value).split()[0]
+
+
+def saturation(session: Session, queue: int) -> float:
+    fair = session.fair_share[queue]
+    alloc = session.queue_allocated[queue]
+    ratios = np.where(fair > EPS, alloc / np.where(fair > EPS, fair, 1.0), np.where(alloc > EPS, np.inf, 0.0))
+    return float(ratios.max())
+
+
+class ReclaimAction:
+    name = "reclaim"
+
+    def execute(self, session: Session) -> None:
+        by_queue: dict[int, list[Job]] = {}
+        for job in session.snapshot.jobs:
+            if is_candidate(session, job):
+                by_queue.setdefault(job.queue, []).append(job)
+
+        def validators_accept(job: Job, request: Vector, victims: dict[int, list[Vector]]) -> str | None:
+            scenario = ReclaimScenario(
+                reclaimer=job,
+                request=request,
+                victims=victims,
+                allocated=session.queue_allocated.copy(),
+                allocated_np=session.queue_allocated_np.copy(),
+            )
+            for validator in session.reclaim_validators:
+                reason = validator(session, scenario)
+                if reason is not None:
+                    return reason
+            return None
+
+        def attempt(job: Job, tasks: Sequence[Task]) -> bool:
+            request = session.job_request(list(tasks))
+            if not all(gate(session, job, request) for gate in session.reclaim_gates):
+                return False
+            queues = session.snapshot.queues
+            zero = np.zeros(3)
+            open_queues = [
+                q for q in sorted(by_queue)
+                if q != job.queue and validators_accept(job, request, {q: [zero]}) is None
+            ]
+            if not open_queues:
+                return False
+            ranked = sorted(
+                open_queues, key=lambda q: (queues[q].priority, -saturation(session, q), -queues[q].age_rank, q)
+            )
+            rank = {q: i for i, q in enumerate(ranked)}
+            victims = [v for q in ranked for v in by_queue[q]]
+            protected = frozenset(v.index for v in victims if protected_by_guards(session, self.name, job, v))
+            base_alloc = session.queue_allocated.copy()
+            base_alloc_np = session.queue_allocated_np.copy()
+            base_fair = session.fair_share.copy()
+            r = main_resource(request)
+
+            def validate(scenario: Scenario) -> bool:
+                taken: dict[int, list[Vector]] = {}
+                for unit in scenario.lost:
+                    victim = session.snapshot.jobs[unit.job]
+                    charge = session.job_request([session.task(t) for t in unit.tasks])
+                    taken.setdefault(victim.queue, []).append(charge)
+                check = ReclaimScenario(
+                    reclaimer=job, request=request, victims=taken, allocated=base_alloc, allocated_np=base_alloc_np
+                )
+                return all(v(session, check) is None for v in session.reclaim_validators)
+
+            def message(scenario: Scenario, task: int) -> str:
+                victim = session.snapshot.jobs[session.task(task).job]
+                mine, theirs = leveled(session, job.queue, victim.queue)
+                names = queues
+                has, fair = float(base_alloc[mine, r]), float(base_fair[mine, r])
+                v_has, v_fair = float(base_alloc[theirs, r]), float(base_fair[theirs, r])
+                if v_has > v_fair + EPS:
+                    over = f"{names[theirs].name} is over its fair share (has {_n(r, v_has)} of {_n(r, v_fair)})"
+                else:
+                    quota = float(queues[theirs].deserved[r])
+                    over = f"{names[theirs].name} is over its quota (has {_n(r, v_has)} of {_n(r, quota)})"
+                text = (
+                    f"queue {names[mine].name} is below its fair share of {amount(r, fair)} "
+                    f"(has {_n(r, has)}); {over}"
+                )
+                if task in scenario.moved:
+                    node = session.snapshot.nodes.names[scenario.moved[task]]
+                    return f"evicted by reclaim: moved to {node} to make room for {job.key}: {text}"
+                return f"evicted by reclaim: {text}"
+
+            stmt = Statement(session, action=self.name)
+            found = solve(
+                session,
+                stmt,
+                preemptor=job,
+                tasks=tasks,
+                units=victim_units(session, victims, queue_rank=rank, protected=protected),
+                validate=validate,
+                message=message,
+            )
+            if found is None:
+                return False
+            stmt.commit()
+            return True
+
+        preemptors.run(session, action=self.name, jobs=preemptors.pending_jobs(session), attempt=attempt)

@@ -1,0 +1,61 @@
+"""The stalegangeviction action: a running gang that fell below its minimum is evicted whole.
+
+A job is stale when it has active pods, none of its pods succeeded, and it is below its gang
+minimum (in total or in some podset). The first cycle that sees it stale marks the PodGroup
+(`kai.scheduler/stale-podgroup-timestamp`); once it has been stale for the staleness grace period
+(60s by default, negative: never), all its active pods are evicted so its GPUs stop idling behind
+a gang that cannot run. A job that recovers loses the mark.
+"""
+
+from __future__ import annotations
+
+from kai.core.decisions import StaleMark
+from kai.core.model import Job, TaskStatus
+from kai.core.session import Session
+from kai.core.statement import Statement
+
+
+def is_stale(session: Session, job: Job) -> bool:
+    if session.alive_count(job) == 0:
+        return False
+    if any(session.status[t] == TaskStatus.SUCCEEDED for t in job.tasks):
+        return False
+    return not session.gang_satisfied(job)
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g}s"
+
+
+class StaleGangEvictionAction:
+    name = "stalegangeviction"
+
+    def execute(self, session: Session) -> None:
+        grace = session.config.staleness_grace_period
+        for job in session.snapshot.jobs:
+            stale = is_stale(session, job)
+            if not stale:
+                if job.stale_since is not None:
+                    session.stale_marks.append(StaleMark(podgroup=job.key, since=None))
+                continue
+            if job.stale_since is None:
+                session.stale_marks.append(StaleMark(podgroup=job.key, since=session.now))
+                if grace != 0:
+                    continue
+            since = job.stale_since if job.stale_since is not None else session.now
+            if grace < 0 or session.now - since < grace:
+                continue
+            running = [t for t in job.tasks if session.status[t] in (TaskStatus.RUNNING, TaskStatus.ALLOCATED)]
+            if not running:
+                continue
+            alive = session.alive_count(job)
+            message = (
+                f"evicted by stalegangeviction: gang {job.key} has had {alive} of the {job.min_member} pods it "
+                f"needs (minMember) for {_seconds(session.now - since)}, longer than the staleness grace period "
+                f"of {_seconds(grace)}; its remaining pods are stopped so their resources are not held idle"
+            )
+            stmt = Statement(session, action=self.name)
+            for t in running:
+                stmt.evict(session.task(t), preemptor=None, message=message)
+            stmt.commit()
+            session.stale_marks.append(StaleMark(podgroup=job.key, since=None))

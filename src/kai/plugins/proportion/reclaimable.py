@@ -1,0 +1,234 @@
+"""May a queue take resources back from other queues? KAI's reclaim rules as pure functions.
+
+Reclaim moves resources between queues toward fair share. A scenario (evict these victims so
+this job can run) is accepted only if:
+
+1. the reclaimer's leaf queue stays within its fair share with the job (`can_reclaim`), and a
+   non-preemptible reclaimer stays within its deserved quota;
+2. every victim, compared at the level where the reclaimer's and the victim's ancestries meet,
+   satisfies a strategy: *maintain fair share* (the victim-side queue is still above its
+   allocatable share when the victim is taken) or *guarantee deserved quota* (the reclaimer-side
+   queue stays within its deserved quota with the job while the victim side is above its quota);
+3. walking up from the reclaimer's leaf, the reclaimer-side queue's saturation (allocated over
+   fair share, per resource) stays below that of every sibling that loses resources, with
+   `reclaimerUtilizationMultiplier` applied: two queues never evict each other back and forth;
+4. a non-preemptible reclaimer stays within deserved at every level.
+
+Vectors are in queue space (gpu, cpu millicores, memory bytes); -1 means unlimited. The
+`ReclaimablePlugin` registers these rules as the session's reclaim gate and validator.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from kai.core.model import Job, Matrix
+from kai.core.resources import Vector
+from kai.core.session import ReclaimScenario, Session
+
+UNLIMITED = -1.0
+EPS = 1e-9
+MAINTAIN_FAIR_SHARE = "maintain-fair-share"
+GUARANTEE_DESERVED_QUOTA = "guarantee-deserved-quota"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class QueueTable:
+    """The queue tree and its per-queue vectors ([Q, 3] each), as the rules read them."""
+
+    names: tuple[str, ...]
+    parents: tuple[int, ...]  # -1 for a top-level queue
+    deserved: Matrix
+    limit: Matrix
+    fair_share: Matrix
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Verdict:
+    ok: bool
+    reason: str  # empty when ok
+
+
+def less_equal(left: Vector, right: Vector) -> bool:
+    """left <= right in every resource; -1 on the right means unlimited, on the left only fits unlimited."""
+    for a, b in zip(left, right, strict=True):
+        if b == UNLIMITED:
+            continue
+        if a == UNLIMITED or a > b + EPS:
+            return False
+    return True
+
+
+def allocatable_share(table: QueueTable, queue: int) -> Vector:
+    """max(deserved, fair share) capped by the limit; -1 where unlimited."""
+    deserved, fair, limit = table.deserved[queue], table.fair_share[queue], table.limit[queue]
+    out = np.where(deserved == UNLIMITED, UNLIMITED, np.maximum(deserved, fair))
+    return np.where(limit == UNLIMITED, out, np.where(out == UNLIMITED, limit, np.minimum(out, limit)))
+
+
+def path(parents: Sequence[int], queue: int) -> list[int]:
+    """The queue's ancestry from the top-level queue down to the queue itself."""
+    out = []
+    while queue >= 0:
+        out.append(queue)
+        queue = parents[queue]
+    return out[::-1]
+
+
+def leveled_queues(parents: Sequence[int], reclaimer: int, victim: int) -> tuple[int, int]:
+    """The two queues compared: the first level where the ancestries differ (siblings, or top queues)."""
+    left, right = path(parents, reclaimer), path(parents, victim)
+    pair = (left[0], right[0])
+    for a, b in zip(left, right, strict=False):
+        pair = (a, b)
+        if a != b:
+            break
+    return pair
+
+
+def can_reclaim(
+    *,
+    table: QueueTable,
+    queue: int,
+    allocated: Matrix,
+    allocated_np: Matrix,
+    request: Vector,
+    preemptible: bool,
+) -> bool:
+    """The reclaimer's leaf stays within its fair share (and within deserved if non-preemptible)."""
+    if not less_equal(allocated[queue] + request, table.fair_share[queue]):
+        return False
+    return preemptible or less_equal(allocated_np[queue] + request, table.deserved[queue])
+
+
+def fits_strategy(
+    *, table: QueueTable, reclaimer_queue: int, victim_queue: int, allocated: Matrix, request: Vector,
+    victim_remaining: Vector,
+) -> str | None:
+    """The strategy that allows taking from `victim_queue` (leveled queues), or None."""
+    if not less_equal(victim_remaining, allocatable_share(table, victim_queue)):
+        return MAINTAIN_FAIR_SHARE
+    within_quota = less_equal(allocated[reclaimer_queue] + request, table.deserved[reclaimer_queue])
+    if within_quota and not less_equal(victim_remaining, table.deserved[victim_queue]):
+        return GUARANTEE_DESERVED_QUOTA
+    return None
+
+
+def saturation(allocated: float, fair: float) -> float:
+    """allocated / fair share; an unlimited share is never saturated, a zero share is as soon as used."""
+    if fair == UNLIMITED:
+        return 0.0
+    if fair <= 0:
+        return math.inf if allocated > EPS else 0.0
+    return allocated / fair
+
+
+def saturation_lower(
+    *, reclaimer_allocated: Vector, reclaimer_fair: Vector, sibling_allocated: Vector, sibling_fair: Vector,
+    multiplier: float,
+) -> bool:
+    """Per resource: a reclaimer over its fair share must stay less saturated than the sibling it takes from."""
+    for r in range(len(reclaimer_fair)):
+        if reclaimer_fair[r] == UNLIMITED and sibling_fair[r] == UNLIMITED:
+            continue
+        ratio_r = saturation(float(reclaimer_allocated[r]), float(reclaimer_fair[r]))
+        ratio_s = saturation(float(sibling_allocated[r]), float(sibling_fair[r]))
+        if ratio_r > 1 and sibling_fair[r] > 0 and ratio_r * multiplier >= ratio_s:
+            return False
+    return True
+
+
+def reclaimable(
+    *,
+    table: QueueTable,
+    reclaimer_queue: int,
+    request: Vector,
+    preemptible: bool,
+    victims: Mapping[int, Sequence[Vector]],
+    allocated: Matrix,
+    allocated_np: Matrix,
+    multiplier: float = 1.0,
+) -> Verdict:
+    """Whether taking `victims` (charges per victim job, by victim leaf queue) for the reclaimer is allowed."""
+    multiplier = max(1.0, multiplier)
+    names = table.names
+    remaining: dict[int, Vector] = {}
+    for victim_queue in sorted(victims):
+        mine, theirs = leveled_queues(table.parents, reclaimer_queue, victim_queue)
+        remaining.setdefault(theirs, allocated[theirs].copy())
+        for charge in victims[victim_queue]:
+            strategy = fits_strategy(
+                table=table, reclaimer_queue=mine, victim_queue=theirs, allocated=allocated, request=request,
+                victim_remaining=remaining[theirs],
+            )
+            if strategy is None:
+                return Verdict(
+                    ok=False, reason=f"queue {names[theirs]} would fall below its fair share and its quota"
+                )
+            for q in path(table.parents, victim_queue):
+                remaining.setdefault(q, allocated[q].copy())
+                remaining[q] = remaining[q] - charge
+    for q in path(table.parents, reclaimer_queue)[::-1]:
+        mine_after = remaining.get(q, allocated[q]) + request
+        for sibling in sorted(remaining):
+            if sibling == q or table.parents[sibling] != table.parents[q]:
+                continue
+            if not saturation_lower(
+                reclaimer_allocated=mine_after, reclaimer_fair=table.fair_share[q],
+                sibling_allocated=remaining[sibling], sibling_fair=table.fair_share[sibling],
+                multiplier=multiplier,
+            ):
+                return Verdict(
+                    ok=False,
+                    reason=f"queue {names[q]} would be more saturated than queue {names[sibling]}",
+                )
+        if not preemptible and not less_equal(allocated_np[q] + request, table.deserved[q]):
+            return Verdict(ok=False, reason=f"non-preemptible work would put queue {names[q]} over its quota")
+    return Verdict(ok=True, reason="")
+
+
+def queue_table(session: Session) -> QueueTable:
+    queues = session.snapshot.queues
+    return QueueTable(
+        names=tuple(q.name for q in queues),
+        parents=tuple(q.parent for q in queues),
+        deserved=np.array([q.deserved for q in queues], dtype=np.float64).reshape(len(queues), 3),
+        limit=np.array([q.limit for q in queues], dtype=np.float64).reshape(len(queues), 3),
+        fair_share=session.fair_share,
+    )
+
+
+class ReclaimablePlugin:
+    """Registers the reclaim gate and validator (part of KAI's proportion plugin)."""
+
+    name = "reclaimable"
+
+    def on_session_open(self, session: Session) -> None:
+        table = queue_table(session)
+        multiplier = float(session.config.reclaimer_utilization_multiplier)
+
+        def gate(s: Session, job: Job, request: Vector) -> bool:
+            return can_reclaim(
+                table=table, queue=job.queue, allocated=s.queue_allocated, allocated_np=s.queue_allocated_np,
+                request=request, preemptible=job.preemptible,
+            )
+
+        def validate(s: Session, scenario: ReclaimScenario) -> str | None:
+            verdict = reclaimable(
+                table=table,
+                reclaimer_queue=scenario.reclaimer.queue,
+                request=scenario.request,
+                preemptible=scenario.reclaimer.preemptible,
+                victims=scenario.victims,
+                allocated=scenario.allocated,
+                allocated_np=scenario.allocated_np,
+                multiplier=multiplier,
+            )
+            return None if verdict.ok else verdict.reason
+
+        session.reclaim_gates.append(gate)
+        session.reclaim_validators.append(validate)
