@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -18,12 +19,28 @@ from kai.core.decisions import Event, Eviction, JobCondition, JobStart, Placemen
 from kai.core.model import ALIVE, BoolVector, Job, Matrix, Snapshot, Task, TaskStatus
 from kai.core.resources import GPU, QUEUE_RESOURCES, Vector
 
+if TYPE_CHECKING:
+    from kai.core.fit import Fit
+
 # Extension point signatures (how several callbacks combine is documented on Session).
 PredicateFn = Callable[["Session", Task], BoolVector]
 NodeScoreFn = Callable[["Session", Task, BoolVector], Vector]
 JobKeyFn = Callable[["Session", Job], tuple[float, ...]]
 CapacityFn = Callable[["Session", Job, Vector], "JobCondition | None"]
 QueueCompareFn = Callable[["Session", int, int, Job, Job], int]
+
+
+class GpuPolicy(Protocol):
+    """Device-level GPU placement (gpupack, gpuspread or fragmentation): exactly one per session.
+
+    `node_bonus` adds to the node scores of a GPU task (it sees the task's fit, including the
+    shared devices each node would use); `devices` picks the shared devices on the chosen node,
+    or returns None to keep the fit's own choice.
+    """
+
+    def node_bonus(self, session: Session, task: Task, fit: Fit) -> Vector: ...
+
+    def devices(self, session: Session, task: Task, node: int, fit: Fit) -> gpu_devices.DeviceChoice | None: ...
 # Victim guards: True when `victim` is protected from `action` on behalf of `preemptor` (only the
 # pods above its gang minimum may then be taken). Reclaim gates: may this job reclaim at all?
 # Reclaim validators: None when a reclaim scenario is acceptable, else why not.
@@ -126,6 +143,7 @@ class Session:
         self.job_keys: list[JobKeyFn] = []
         self.capacity_checks: list[CapacityFn] = []
         self._queue_compare: QueueCompareFn | None = None
+        self.gpu_policy: GpuPolicy | None = None
         self.victim_guards: list[VictimGuardFn] = []
         self.reclaim_gates: list[ReclaimGateFn] = []
         self.reclaim_validators: list[ReclaimValidatorFn] = []
@@ -139,6 +157,11 @@ class Session:
         self.failed_signatures: set[tuple[object, ...]] = set()
 
     # ----------------------------------------------------------------- extension points
+    def set_gpu_policy(self, policy: GpuPolicy) -> None:
+        if self.gpu_policy is not None:
+            raise RuntimeError("GPU placement has exactly one policy; a second plugin registered one")
+        self.gpu_policy = policy
+
     def set_queue_compare(self, fn: QueueCompareFn) -> None:
         if self._queue_compare is not None:
             raise RuntimeError("queue order has exactly one provider; a second plugin registered one")

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from kai.core.fit import Fit
+from kai.core.gpu_devices import DeviceChoice
 from kai.core.model import BoolVector, Task
 from kai.core.resources import CPU, GPU, Vector
-from kai.core.scores import CPU_ONLY_NODE, MAX_PLACEMENT, NOMINATED
+from kai.core.scores import CPU_ONLY_NODE, MAX_PLACEMENT, NOMINATED, SHARED_GPU_FITS
 from kai.core.session import Session
 
 
@@ -19,6 +21,8 @@ def placement_scores(session: Session, task: Task, candidates: BoolVector) -> Ve
     uses_gpu = task.request[GPU] > 0 or task.is_shared_gpu
     resource = GPU if uses_gpu else CPU
     strategy = session.config.gpu_placement if uses_gpu else session.config.cpu_placement
+    if strategy not in ("binpack", "spread"):
+        return np.zeros(session.snapshot.nodes.count)  # another policy (fragmentation) places GPU tasks
     free = session.idle[:, resource]
     scores = np.zeros(session.snapshot.nodes.count)
     if not candidates.any():
@@ -49,6 +53,25 @@ def nominated_scores(session: Session, task: Task, candidates: BoolVector) -> Ve
     return scores
 
 
+class SharedGpuOrder:
+    """gpupack/gpuspread at the node level: prefer a node with a shared device the fraction fits on now.
+
+    The device inside the node is the fit's own choice (fullest shared device first for binpack,
+    idle devices first for spread; see `kai.core.gpu_devices.choose_devices`).
+    """
+
+    def node_bonus(self, session: Session, task: Task, fit: Fit) -> Vector:
+        bonus = np.zeros(session.snapshot.nodes.count)
+        if task.is_shared_gpu:
+            for node, choice in fit.devices.items():
+                if choice.existing and not choice.pipelined:
+                    bonus[node] = SHARED_GPU_FITS
+        return bonus
+
+    def devices(self, session: Session, task: Task, node: int, fit: Fit) -> DeviceChoice | None:
+        return None
+
+
 class NodeOrderPlugin:
     """Registers every node score above (nodeplacement, resourcetype, nominatednode in KAI)."""
 
@@ -58,3 +81,5 @@ class NodeOrderPlugin:
         session.node_scores.append(placement_scores)
         session.node_scores.append(resource_type_scores)
         session.node_scores.append(nominated_scores)
+        if session.config.gpu_placement in ("binpack", "spread"):
+            session.set_gpu_policy(SharedGpuOrder())

@@ -14,6 +14,7 @@ from kai.actions.preempt import PreemptAction
 from kai.actions.reclaim import ReclaimAction
 from kai.actions.stalegangeviction import StaleGangEvictionAction
 from kai.core.session import Session
+from kai.plugins.fragmentation_policy import FragmentationPlugin
 from kai.plugins.minruntime import MinRuntimePlugin
 from kai.plugins.nodeorder import NodeOrderPlugin
 from kai.plugins.priority import PriorityPlugin
@@ -41,6 +42,7 @@ PLUGINS: tuple[Callable[[], Plugin], ...] = (
     PriorityPlugin,
     MinRuntimePlugin,
     NodeOrderPlugin,
+    FragmentationPlugin,
 )
 
 ACTIONS: Mapping[str, Callable[[], Action]] = {

@@ -57,11 +57,12 @@ def parse_config(raw: Mapping[str, Any] | None, *, file: str) -> SchedulerConfig
     for key, value in placement.items():
         if key not in ("gpu", "cpu"):
             raise _error(f"placementStrategy.{key}", "unknown key; known keys: gpu, cpu", file)
-        if value not in ("binpack", "spread"):
-            raise _error(f"placementStrategy.{key}", f'must be binpack or spread, got "{value}"', file)
+        allowed = ("binpack", "spread", "fragmentation") if key == "gpu" else ("binpack", "spread")
+        if value not in allowed:
+            raise _error(f"placementStrategy.{key}", f'must be {" or ".join(allowed)}, got "{value}"', file)
         cfg[f"{key}_placement"] = value
         if key == "gpu":
-            cfg["gpu_device_policy"] = value
+            cfg["gpu_device_policy"] = "spread" if value == "spread" else "binpack"
     for key, attr in (
         ("schedulePeriod", "schedule_period"),
         ("stalenessGracePeriod", "staleness_grace_period"),

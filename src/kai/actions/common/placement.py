@@ -12,7 +12,8 @@ import numpy as np
 
 from kai.core import fit as fit_lib
 from kai.core.model import Job, Task, TaskStatus
-from kai.core.scores import FITS_IDLE, SHARED_GPU_FITS
+from kai.core.resources import GPU
+from kai.core.scores import FITS_IDLE
 from kai.core.session import Session
 from kai.core.statement import Statement
 
@@ -27,13 +28,15 @@ def place_task(session: Session, stmt: Statement, task: Task, *, allow_pipeline:
     for score in session.node_scores:
         scores += score(session, task, candidates)
     scores += np.where(fit.now, FITS_IDLE, 0.0)
-    if task.is_shared_gpu:
-        for node, choice in fit.devices.items():
-            if choice.existing and not choice.pipelined:
-                scores[node] += SHARED_GPU_FITS
+    policy = session.gpu_policy if (task.is_shared_gpu or task.request[GPU] > 0) else None
+    if policy is not None:
+        scores += policy.node_bonus(session, task, fit)
     scores = np.where(candidates, scores, -np.inf)
     node = int(np.argmax(scores))
-    stmt.place(task, node, pipelined=not bool(fit.now[node]), choice=fit.devices.get(node))
+    choice = fit.devices.get(node)
+    if policy is not None and task.is_shared_gpu and fit.now[node]:
+        choice = policy.devices(session, task, node, fit) or choice
+    stmt.place(task, node, pipelined=not bool(fit.now[node]), choice=choice)
     return None
 
 

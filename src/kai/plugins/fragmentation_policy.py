@@ -1,0 +1,184 @@
+"""The `fragmentation` GPU placement policy: Fragmentation Gradient Descent inside the scheduler.
+
+Selected with `placementStrategy: {gpu: fragmentation}`. For each GPU task it scores every
+candidate node by how much placing the task there increases the cluster's expected GPU
+fragmentation, measured against the distribution of task shapes in the snapshot (the pods the
+cluster sees, running and pending), and picks the devices inside the node the same way
+(Weng et al., USENIX ATC 2023; the math is in `kai.plugins.fragmentation`).
+
+The per-device free-GPU matrix is kept incrementally: a node's row is rebuilt only when the
+node's idle or releasing resources changed since the last task (every placement or eviction
+changes at least its pod count). Scores are the authors' integer 0..100 node scores scaled into
+the placement range 0..9, so they combine with the other node scores as bin-pack would.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from kai.api.node import GPU_PRODUCT_LABEL
+from kai.core import gpu_devices
+from kai.core.fit import Fit
+from kai.core.model import Task
+from kai.core.resources import CPU, GPU, MEMORY, Vector
+from kai.core.scores import MAX_PLACEMENT
+from kai.core.session import Session
+from kai.plugins import fragmentation
+
+MIB = float(2**20)
+POLICY = "fragmentation"
+
+
+def task_models(session: Session, task: Task) -> tuple[str, ...]:
+    """GPU models a task may use, from a node selector or required affinity on the product label."""
+    constraint = session.snapshot.constraints[task.constraint]
+    for key, value in constraint.node_selector:
+        if key == GPU_PRODUCT_LABEL:
+            return (value,)
+    models: set[str] = set()
+    for term in constraint.affinity_terms:
+        for expr in term.expressions:
+            if expr.key == GPU_PRODUCT_LABEL and expr.operator == "In":
+                models.update(expr.values)
+    return tuple(sorted(models))
+
+
+def task_shape(session: Session, task: Task) -> fragmentation.TaskShape:
+    cpu = float(task.request[CPU])
+    models = task_models(session, task)
+    if task.is_shared_gpu:
+        portion = task.gpu_portion or task.gpu_memory_mib / max(1, session.min_gpu_memory)
+        return fragmentation.TaskShape(
+            cpu_milli=cpu,
+            num_gpu=max(1, task.gpu_devices),
+            gpu_milli=round(portion * fragmentation.MILLI),
+            gpu_models=models,
+        )
+    whole = round(float(task.request[GPU]))
+    return fragmentation.TaskShape(
+        cpu_milli=cpu, num_gpu=whole, gpu_milli=int(fragmentation.MILLI) if whole else 0, gpu_models=models
+    )
+
+
+class FragmentationState:
+    """Device-level view of the session for the FGD math, rebuilt per node when the node changes."""
+
+    def __init__(self, session: Session) -> None:
+        snap = session.snapshot
+        nodes = snap.nodes
+        self.session = session
+        self.models = tuple(sorted({labels.get(GPU_PRODUCT_LABEL, "") for labels in nodes.labels} - {""}))
+        model_index = {m: i for i, m in enumerate(self.models)}
+        self.gpu_count = np.rint(nodes.allocatable[:, GPU]).astype(np.int64)
+        self.gpu_model = np.array(
+            [
+                model_index.get(labels.get(GPU_PRODUCT_LABEL, ""), -1) if c > 0 else -1
+                for labels, c in zip(nodes.labels, self.gpu_count, strict=True)
+            ],
+            dtype=np.int64,
+        )
+        width = max(1, int(self.gpu_count.max()) if nodes.count else 1)
+        self.free_gpu = np.zeros((nodes.count, width))
+        self.layout: list[list[str | None]] = [[] for _ in range(nodes.count)]  # row slot -> group (None: whole)
+        self._seen = np.full((nodes.count, 2 * snap.resources.size), np.nan)
+        shapes = [task_shape(session, t) for t in snap.tasks]
+        distribution = fragmentation.TaskShapeDistribution.from_shapes(shapes)
+        self.target = distribution.target(models=self.models) if shapes else None
+
+    def _rebuild(self, node: int) -> None:
+        s = self.session
+        row = np.zeros(self.free_gpu.shape[1])
+        layout: list[str | None] = []
+        whole = max(0, int(np.floor(s.idle[node, GPU] + gpu_devices.EPS)))
+        for _ in range(min(whole, row.size)):
+            row[len(layout)] = fragmentation.MILLI
+            layout.append(None)
+        for group in sorted(s.devices.get(node, {})):
+            dev = s.devices[node][group]
+            if dev.all_releasing or len(layout) >= row.size:
+                continue
+            row[len(layout)] = max(0.0, dev.room_now()) * fragmentation.MILLI
+            layout.append(group)
+        self.free_gpu[node] = row
+        self.layout[node] = layout
+
+    def refresh(self) -> None:
+        s = self.session
+        current = np.concatenate([s.idle, s.releasing], axis=1)
+        changed = np.flatnonzero(np.any(current != self._seen, axis=1))
+        for node in changed:
+            self._rebuild(int(node))
+        self._seen[changed] = current[changed]
+
+    def state(self) -> fragmentation.DeviceState:
+        self.refresh()
+        s = self.session
+        return fragmentation.DeviceState(
+            free_cpu=np.maximum(s.idle[:, CPU], 0.0),
+            free_memory=np.maximum(s.idle[:, MEMORY], 0.0) / MIB,
+            free_gpu=self.free_gpu,
+            gpu_count=self.gpu_count,
+            gpu_model=self.gpu_model,
+            models=self.models,
+        )
+
+
+class FragmentationPlugin:
+    """Registers the FGD node score and device choice when the GPU placement policy is `fragmentation`."""
+
+    name = "fragmentation"
+
+    def __init__(self) -> None:
+        self.view: FragmentationState | None = None
+        self._last: tuple[int, npt.NDArray[np.int64]] | None = None  # task index -> devices per node
+
+    def on_session_open(self, session: Session) -> None:
+        if session.config.gpu_placement != POLICY:
+            return
+        self.view = FragmentationState(session)
+        session.set_gpu_policy(self)
+
+    def node_bonus(self, session: Session, task: Task, fit: Fit) -> Vector:
+        """FGD's node score for a GPU task, scaled into the placement range 0..9."""
+        candidates = fit.later
+        scores = np.zeros(session.snapshot.nodes.count)
+        assert self.view is not None
+        if self.view.target is None or not (task.request[GPU] > 0 or task.is_shared_gpu):
+            return scores
+        shape = task_shape(session, task)
+        fgd = fragmentation.fgd_scores(
+            state=self.view.state(),
+            shape=shape,
+            target=self.view.target,
+            memory_mib=float(task.request[MEMORY]) / MIB,
+            integer_scores=True,
+        )
+        self._last = (task.index, np.asarray(fgd.devices))
+        node_scores = fgd.scores()  # 0..100, integer; -inf/0 where infeasible
+        scaled = np.where(fgd.feasible, np.clip(node_scores, 0.0, 100.0) * MAX_PLACEMENT / 100.0, 0.0)
+        return np.where(candidates, scaled, 0.0)
+
+    def devices(self, session: Session, task: Task, node: int, fit: Fit) -> gpu_devices.DeviceChoice | None:
+        """The devices FGD picked on the chosen node, if they are still valid; None defers to gpupack."""
+        if self.view is None or self._last is None or self._last[0] != task.index or not task.is_shared_gpu:
+            return None
+        picked = [int(d) for d in self._last[1][node] if d >= 0]
+        layout = self.view.layout[node]
+        portion = gpu_devices.task_portion(task, int(session.snapshot.nodes.gpu_memory_mib[node]))
+        existing: list[str] = []
+        new = 0
+        for slot in picked:
+            if slot >= len(layout):
+                return None
+            group = layout[slot]
+            if group is None:
+                new += 1
+                continue
+            dev = session.devices.get(node, {}).get(group)
+            if dev is None or dev.room_now() + gpu_devices.EPS < portion:
+                return None
+            existing.append(group)
+        if new > session.idle[node, GPU] + gpu_devices.EPS or len(existing) + new != max(1, task.gpu_devices):
+            return None
+        return gpu_devices.DeviceChoice(existing=tuple(existing), new_devices=new, pipelined=False)
