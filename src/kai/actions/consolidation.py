@@ -15,7 +15,7 @@ import numpy as np
 
 from kai.actions.common import preemptors
 from kai.actions.common.solver import Scenario, solve
-from kai.actions.common.victims import amount, is_candidate, main_resource, victim_units
+from kai.actions.common.victims import VictimPool, amount, main_resource
 from kai.core.model import Job, Task
 from kai.core.resources import GPU
 from kai.core.session import Session
@@ -32,8 +32,8 @@ class ConsolidationAction:
         config = session.config
         if config.gpu_placement == SPREAD or config.cpu_placement == SPREAD:
             return
-        victims = [job for job in session.snapshot.jobs if is_candidate(session, job)]
-        if not victims:
+        pool = VictimPool(session)
+        if not pool.by_queue:
             return
 
         def attempt(job: Job, tasks: Sequence[Task]) -> bool:
@@ -59,7 +59,7 @@ class ConsolidationAction:
                 stmt,
                 preemptor=job,
                 tasks=tasks,
-                units=victim_units(session, [v for v in victims if v.index != job.index], queue_rank={}),
+                units=pool.units(pool.queues, exclude=job.index),
                 validate=lambda scenario: not scenario.lost,
                 message=message,
                 max_victim_tasks=config.max_consolidation_preemptees,

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from kai.actions.common import preemptors
 from kai.actions.common.solver import Scenario, solve
-from kai.actions.common.victims import amount, is_candidate, main_resource, protected_by_guards, victim_units
+from kai.actions.common.victims import VictimPool, amount, main_resource, protected_by_guards
 from kai.core.model import Job, Task
 from kai.core.session import Session
 from kai.core.statement import Statement
@@ -24,16 +24,12 @@ class PreemptAction:
     name = "preempt"
 
     def execute(self, session: Session) -> None:
-        by_queue: dict[int, list[Job]] = {}
-        for job in session.snapshot.jobs:
-            if is_candidate(session, job):
-                by_queue.setdefault(job.queue, []).append(job)
+        pool = VictimPool(session)
 
         def attempt(job: Job, tasks: Sequence[Task]) -> bool:
-            victims = [v for v in by_queue.get(job.queue, []) if v.priority < job.priority]
-            if not victims:
+            entries = pool.by_queue.get(job.queue, [])
+            if not entries or entries[0][1].priority >= job.priority:
                 return False
-            protected = frozenset(v.index for v in victims if protected_by_guards(session, self.name, job, v))
             request = session.job_request(list(tasks))
             r = main_resource(request)
             queue = session.snapshot.queues[job.queue].name
@@ -55,7 +51,11 @@ class PreemptAction:
                 stmt,
                 preemptor=job,
                 tasks=tasks,
-                units=victim_units(session, victims, queue_rank={}, protected=protected),
+                units=pool.units(
+                    [job.queue],
+                    below_priority=job.priority,
+                    is_protected=lambda victim: protected_by_guards(session, self.name, job, victim),
+                ),
                 validate=lambda scenario: True,
                 message=message,
             )

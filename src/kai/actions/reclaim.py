@@ -17,7 +17,7 @@ import numpy as np
 
 from kai.actions.common import preemptors
 from kai.actions.common.solver import Scenario, solve
-from kai.actions.common.victims import amount, is_candidate, main_resource, protected_by_guards, victim_units
+from kai.actions.common.victims import VictimPool, amount, main_resource, protected_by_guards
 from kai.core.model import Job, Task
 from kai.core.resources import Vector
 from kai.core.session import ReclaimScenario, Session
@@ -53,10 +53,8 @@ class ReclaimAction:
     name = "reclaim"
 
     def execute(self, session: Session) -> None:
-        by_queue: dict[int, list[Job]] = {}
-        for job in session.snapshot.jobs:
-            if is_candidate(session, job):
-                by_queue.setdefault(job.queue, []).append(job)
+        pool = VictimPool(session)
+        open_cache: dict[tuple[object, ...], list[int]] = {}
 
         def validators_accept(job: Job, request: Vector, victims: dict[int, list[Vector]]) -> str | None:
             scenario = ReclaimScenario(
@@ -77,19 +75,22 @@ class ReclaimAction:
             if not all(gate(session, job, request) for gate in session.reclaim_gates):
                 return False
             queues = session.snapshot.queues
-            zero = np.zeros(3)
-            open_queues = [
-                q for q in sorted(by_queue)
-                if q != job.queue and validators_accept(job, request, {q: [zero]}) is None
-            ]
+            # queues no validator would let lose anything are skipped (cached until something changes)
+            changes = len(session.evictions) + len(session.placements)
+            cache_key = (job.queue, job.preemptible, request.tobytes(), changes)
+            open_queues = open_cache.get(cache_key)
+            if open_queues is None:
+                zero = np.zeros(3)
+                open_queues = [
+                    q for q in pool.queues
+                    if q != job.queue and validators_accept(job, request, {q: [zero]}) is None
+                ]
+                open_cache[cache_key] = open_queues
             if not open_queues:
                 return False
             ranked = sorted(
                 open_queues, key=lambda q: (queues[q].priority, -saturation(session, q), -queues[q].age_rank, q)
             )
-            rank = {q: i for i, q in enumerate(ranked)}
-            victims = [v for q in ranked for v in by_queue[q]]
-            protected = frozenset(v.index for v in victims if protected_by_guards(session, self.name, job, v))
             base_alloc = session.queue_allocated.copy()
             base_alloc_np = session.queue_allocated_np.copy()
             base_fair = session.fair_share.copy()
@@ -132,7 +133,9 @@ class ReclaimAction:
                 stmt,
                 preemptor=job,
                 tasks=tasks,
-                units=victim_units(session, victims, queue_rank=rank, protected=protected),
+                units=pool.units(
+                    ranked, is_protected=lambda victim: protected_by_guards(session, self.name, job, victim)
+                ),
                 validate=validate,
                 message=message,
             )

@@ -43,6 +43,8 @@ class MinRuntimePlugin:
         args = session.config.plugins.get(self.name, {})
         method = str(args.get("reclaimResolveMethod", "lca"))
         queues = session.snapshot.queues
+        if not any(q.preempt_min_runtime > 0 or q.reclaim_min_runtime > 0 for q in queues):
+            return
 
         def guard(s: Session, action: str, preemptor: Job, victim: Job) -> bool:
             if victim.queue < 0:

@@ -60,11 +60,11 @@ def _mask(session: Session, tasks: Sequence[Task]) -> BoolVector:
     return mask
 
 
-def _enough_gpus(session: Session, mask: BoolVector, need: float) -> bool:
-    if need <= EPS:
-        return True
-    room = np.maximum(session.idle[mask, GPU], 0.0).sum() + np.maximum(session.releasing[mask, GPU], 0.0).sum()
-    return bool(room >= need - EPS)
+def _free_gpus(session: Session, mask: BoolVector) -> float:
+    """GPUs idle or being released on the nodes the preemptor may use."""
+    return float(
+        np.maximum(session.idle[mask, GPU], 0.0).sum() + np.maximum(session.releasing[mask, GPU], 0.0).sum()
+    )
 
 
 def _fits_on(session: Session, nodes: list[int], requests: np.ndarray) -> bool:
@@ -114,6 +114,10 @@ class _Search:
             for t in unit.tasks:
                 task = s.task(t)
                 home = int(s.node[t])
+                if not task.is_shared_gpu and bool(np.all(s.idle[home] + s.releasing[home] >= task.request - EPS)):
+                    stmt.place(task, home, pipelined=True, choice=None)
+                    placed[t] = home
+                    continue
                 fit = fit_lib.find_fit(s, task)
                 if fit.later[home]:
                     stmt.place(task, home, pipelined=True, choice=fit.devices.get(home))
@@ -150,6 +154,7 @@ def solve(
     mask = _mask(session, tasks)
     requests = np.array([t.request for t in tasks], dtype=np.float64)
     need_gpus = float(requests[:, GPU].sum()) if len(tasks) else 0.0
+    room = _free_gpus(session, mask)
     taken: list[VictimUnit] = []
     victim_tasks = 0
     placement_failed = False
@@ -163,8 +168,10 @@ def solve(
             stmt.evict(session.task(t), preemptor=preemptor.key, message="")
         taken.append(unit)
         victim_tasks += len(unit.tasks)
-        if not _enough_gpus(session, mask, need_gpus):
-            continue
+        if room < need_gpus - EPS:
+            room += sum(float(session.task(t).request[GPU]) for t in unit.tasks if mask[int(session.node[t])])
+            if room < need_gpus - EPS:
+                continue
         if placement_failed and not _fits_on(session, nodes, requests):
             continue
         cp = stmt.checkpoint()

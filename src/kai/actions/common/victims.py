@@ -3,7 +3,7 @@
 Victims are preemptible jobs whose active pods are all running. A job at or below its gang
 minimum loses all its pods at once; the pods of an elastic job above its minimum go one at a
 time, the last in task order first. A protected job (minimum runtime) may only lose those
-surplus pods. Jobs come in victim order: the caller's queue rank (worst queue first), then lowest
+surplus pods. Jobs come in victim order: queue by queue in the caller's order (worst queue first), then lowest
 priority, then elastic jobs above their minimum, then the newest job; after losing a surplus pod
 a job is re-ranked, as KAI re-queues it.
 """
@@ -11,7 +11,7 @@ a job is re-ranked, as KAI re-queues it.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -70,45 +70,74 @@ def _bucket(job: Job, alive_total: int) -> int:
     return 1 if alive_total == job.min_member else 2
 
 
-def victim_units(
-    session: Session,
-    jobs: Sequence[Job],
-    *,
-    queue_rank: Mapping[int, int],
-    protected: frozenset[int] = frozenset(),
-) -> Iterator[VictimUnit]:
-    """Victim units in victim order, lazily (see the module docstring). `protected` holds job indices.
+class VictimPool:
+    """The candidate victims of one action, per queue, sorted once in victim order.
 
-    Jobs are checked with `is_candidate` only when their turn comes, so a search that stops early
-    never looks at the rest.
+    Keys are taken when the pool is built (queue state changes only through this action's own
+    evictions, which `is_candidate` catches when a job's turn comes); a job that loses a surplus
+    pod is re-ranked with its new count, as KAI re-queues it.
     """
-    state: dict[int, tuple[list[int], npt.NDArray[np.int64]]] = {}
-    heap: list[tuple[int, int, int, float, int]] = []
-    for job in jobs:
-        bucket = _bucket(job, session.alive_count(job))
-        heapq.heappush(heap, (queue_rank.get(job.queue, 0), job.priority, bucket, -job.creation, -job.index))
-    jobs_by_index = {job.index: job for job in jobs}
-    while heap:
-        job = jobs_by_index[-heapq.heappop(heap)[-1]]
-        if job.index not in state:
-            if not is_candidate(session, job):
-                continue
-            state[job.index] = (running_tasks(session, job), session.podset_alive[job.index].copy())
-        running, alive = state[job.index]
-        surplus = _surplus_task(session, job, running, alive)
-        if surplus is not None:
-            running.remove(surplus)
-            alive[session.snapshot.tasks[surplus].podset] -= 1
-            yield VictimUnit(job=job.index, tasks=(surplus,), whole=False)
-            if running:
-                key = (queue_rank.get(job.queue, 0), job.priority, _bucket(job, int(alive.sum())), -job.creation)
-                heapq.heappush(heap, (*key, -job.index))
-            continue
-        if job.index in protected or not running:
-            continue
-        tasks = tuple(running)
-        running.clear()
-        yield VictimUnit(job=job.index, tasks=tasks, whole=True)
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.by_queue: dict[int, list[tuple[tuple[int, int, float, int], Job]]] = {}
+        for job in session.snapshot.jobs:
+            if is_candidate(session, job):
+                key = (job.priority, _bucket(job, session.alive_count(job)), -job.creation, -job.index)
+                self.by_queue.setdefault(job.queue, []).append((key, job))
+        for entries in self.by_queue.values():
+            entries.sort(key=lambda e: e[0])
+
+    @property
+    def queues(self) -> list[int]:
+        return sorted(self.by_queue)
+
+    def units(
+        self,
+        queues: Sequence[int],
+        *,
+        below_priority: int | None = None,
+        exclude: int = -1,
+        is_protected: Callable[[Job], bool] = lambda job: False,
+    ) -> Iterator[VictimUnit]:
+        """Victim units, queue by queue in the given order (lazily; see the module docstring).
+
+        `below_priority` keeps only jobs of strictly lower priority; `exclude` is a job index to skip.
+        """
+        session = self.session
+        for queue in queues:
+            entries = self.by_queue.get(queue, [])
+            requeued: list[tuple[tuple[int, int, float, int], int]] = []
+            state: dict[int, tuple[list[int], npt.NDArray[np.int64]]] = {}
+            jobs = session.snapshot.jobs
+            i = 0
+            while i < len(entries) or requeued:
+                if requeued and (i >= len(entries) or requeued[0][0] < entries[i][0]):
+                    job = jobs[heapq.heappop(requeued)[1]]
+                else:
+                    job = entries[i][1]
+                    i += 1
+                    if below_priority is not None and job.priority >= below_priority:
+                        i = len(entries)
+                        continue
+                    if job.index == exclude or not is_candidate(session, job):
+                        continue
+                    state[job.index] = (running_tasks(session, job), session.podset_alive[job.index].copy())
+                running, alive = state[job.index]
+                surplus = _surplus_task(session, job, running, alive)
+                if surplus is not None:
+                    running.remove(surplus)
+                    alive[session.snapshot.tasks[surplus].podset] -= 1
+                    yield VictimUnit(job=job.index, tasks=(surplus,), whole=False)
+                    if running:
+                        key = (job.priority, _bucket(job, int(alive.sum())), -job.creation, -job.index)
+                        heapq.heappush(requeued, (key, job.index))
+                    continue
+                if not running or is_protected(job):
+                    continue
+                tasks = tuple(running)
+                running.clear()
+                yield VictimUnit(job=job.index, tasks=tasks, whole=True)
 
 
 def signature(action: str, job: Job, tasks: Sequence[Task]) -> tuple[object, ...]:
