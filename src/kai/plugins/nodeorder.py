@@ -16,27 +16,55 @@ from kai.core.scores import CPU_ONLY_NODE, MAX_PLACEMENT, NOMINATED, SHARED_GPU_
 from kai.core.session import Session
 
 
+def _scaled(value: Vector, candidates: BoolVector) -> Vector:
+    """Map `value` (lower is better) onto 0..9 over the candidates: the lowest gets 9, the highest 0."""
+    lo = float(value[candidates].min())
+    hi = float(value[candidates].max())
+    if hi == lo:
+        return np.where(candidates, MAX_PLACEMENT, 0.0)
+    return np.where(candidates, MAX_PLACEMENT * (1.0 - (value - lo) / (hi - lo)), 0.0)
+
+
 def placement_scores(session: Session, task: Task, candidates: BoolVector) -> Vector:
-    """Bin-pack: fuller nodes score higher; spread: emptier nodes score higher (per KAI)."""
+    """Bin-pack or spread, per resource type.
+
+    * GPU tasks: KAI's scores on the GPU resource; bin-pack prefers the node with the fewest free
+      GPUs, spread the one with the largest free share.
+    * CPU-only tasks with spread: KAI's spread on CPU.
+    * CPU-only tasks with bin-pack: best fit over CPU *and* GPUs (the smallest leftover of both,
+      each relative to the largest node), so CPU work fills nodes whose GPUs are already taken
+      instead of stranding free GPUs behind a full CPU. KAI bin-packs these on CPU alone; with
+      equal free GPUs the two agree. On the public Alibaba trace this lifts the GPU allocation
+      ratio of bin-pack above best fit's (see the README's replay table).
+    * Under the `fragmentation` GPU policy the FGD plugin scores every task instead.
+    """
+    count = session.snapshot.nodes.count
+    if not candidates.any() or session.config.gpu_placement not in ("binpack", "spread"):
+        return np.zeros(count)
     uses_gpu = task.request[GPU] > 0 or task.is_shared_gpu
-    resource = GPU if uses_gpu else CPU
     strategy = session.config.gpu_placement if uses_gpu else session.config.cpu_placement
-    if strategy not in ("binpack", "spread"):
-        return np.zeros(session.snapshot.nodes.count)  # another policy (fragmentation) places GPU tasks
-    free = session.idle[:, resource]
-    scores = np.zeros(session.snapshot.nodes.count)
-    if not candidates.any():
-        return scores
+    resource = GPU if uses_gpu else CPU
     if strategy == "spread":
         capacity = session.snapshot.nodes.allocatable[:, resource]
         with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = np.where(capacity > 0, free / capacity, 0.0)
+            ratio = np.where(capacity > 0, session.idle[:, resource] / capacity, 0.0)
         return np.where(candidates, MAX_PLACEMENT * np.clip(ratio, 0.0, 1.0), 0.0)
-    lo = float(free[candidates].min())
-    hi = float(free[candidates].max())
-    if hi == lo:
-        return np.where(candidates, MAX_PLACEMENT, 0.0)
-    return np.where(candidates, MAX_PLACEMENT * (1.0 - (free - lo) / (hi - lo)), 0.0)
+    if uses_gpu:
+        return _scaled(session.idle[:, GPU], candidates)
+    allocatable = session.snapshot.nodes.allocatable
+    max_cpu = max(1.0, float(allocatable[:, CPU].max()))
+    max_gpu = max(1.0, float(allocatable[:, GPU].max()))
+    free_gpu = session.idle[:, GPU] + shared_gpu_room(session)
+    leftover = 0.5 * (session.idle[:, CPU] - task.request[CPU]) / max_cpu + 0.5 * free_gpu / max_gpu
+    return _scaled(leftover, candidates)
+
+
+def shared_gpu_room(session: Session) -> Vector:
+    """Free portions on each node's shared devices (devices whose holders are all leaving excluded)."""
+    room = np.zeros(session.snapshot.nodes.count)
+    for node, devices in session.devices.items():
+        room[node] = sum(max(0.0, d.room_now()) for d in devices.values() if not d.all_releasing)
+    return room
 
 
 def resource_type_scores(session: Session, task: Task, candidates: BoolVector) -> Vector:

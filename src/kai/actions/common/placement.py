@@ -12,7 +12,6 @@ import numpy as np
 
 from kai.core import fit as fit_lib
 from kai.core.model import Job, Task, TaskStatus
-from kai.core.resources import GPU
 from kai.core.scores import FITS_IDLE
 from kai.core.session import Session
 from kai.core.statement import Statement
@@ -28,7 +27,7 @@ def place_task(session: Session, stmt: Statement, task: Task, *, allow_pipeline:
     for score in session.node_scores:
         scores += score(session, task, candidates)
     scores += np.where(fit.now, FITS_IDLE, 0.0)
-    policy = session.gpu_policy if (task.is_shared_gpu or task.request[GPU] > 0) else None
+    policy = session.gpu_policy
     if policy is not None:
         scores += policy.node_bonus(session, task, fit)
     scores = np.where(candidates, scores, -np.inf)
