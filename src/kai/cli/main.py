@@ -125,5 +125,14 @@ def demo() -> None:
     run_demo(Console(width=None if sys.stdout.isatty() else 140))
 
 
+def _register_replay() -> None:
+    from kai.cli.replay_cmd import replay
+
+    main.add_command(replay)
+
+
+_register_replay()
+
+
 if __name__ == "__main__":
     main()
