@@ -80,4 +80,7 @@ def run_demo(console: Console) -> None:
                 console.print(f"  notice ({event['reason']}): {event['message']}", highlight=False)
         if doc["evictions"]:
             console.print(evictions_table(doc))
+            for event in doc["events"]:
+                if event["reason"] == "Evicted":
+                    console.print(f"  {event['object']}: {event['message']}", highlight=False)
         console.print(queues_table(doc))

@@ -135,8 +135,8 @@ class Simulation:
             for node in defaults.default_nodes():
                 self.nodes[node.name] = node
         names = {o.meta.name for o, _ in objects if isinstance(o, PriorityClass)}
-        if not names & {"train", "build-preemptible", "build", "inference"}:
-            for pc in defaults.default_priority_classes():
+        for pc in defaults.default_priority_classes():
+            if pc.name not in names:  # KAI's Helm chart installs each of the four
                 self.priority_classes[pc.name] = pc
         if not any(isinstance(o, Queue) and o.meta.name == defaults.DEFAULT_QUEUE for o, _ in objects):
             for q in defaults.default_queues(created=self.start - 1):
