@@ -138,3 +138,17 @@ def test_unknown_config_key(tmp_path: pathlib.Path) -> None:
     result = CliRunner().invoke(main, ["sim", "-f", str(manifest), "--config", str(cfg)])
     assert result.exit_code == 2
     assert "binpackEverything: unknown key" in result.stderr
+
+
+def test_unknown_plugin_in_config(tmp_path: pathlib.Path) -> None:
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text("plugins: {gpupacker: {}}\n")
+    manifest = tmp_path / "q.yaml"
+    manifest.write_text(QUEUE.format(quota=1))
+    result = CliRunner().invoke(main, ["sim", "-f", str(manifest), "--config", str(cfg)])
+    assert result.exit_code == 2
+    assert "plugins.gpupacker: unknown plugin; known plugins: proportion" in result.stderr
+    cfg.write_text("plugins: {minruntime: {reclaimResolveMethod: nearest}}\n")
+    result = CliRunner().invoke(main, ["sim", "-f", str(manifest), "--config", str(cfg)])
+    assert result.exit_code == 2
+    assert "plugins.minruntime.reclaimResolveMethod: must be one of lca, queue" in result.stderr

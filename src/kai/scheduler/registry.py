@@ -45,6 +45,17 @@ PLUGINS: tuple[Callable[[], Plugin], ...] = (
     FragmentationPlugin,
 )
 
+# Per-plugin arguments accepted in the configuration's `plugins:` map, with their allowed values
+# (None: any value). A plugin absent here takes no arguments.
+PLUGIN_ARGUMENTS: Mapping[str, Mapping[str, tuple[str, ...] | None]] = {
+    "minruntime": {"reclaimResolveMethod": ("lca", "queue")},
+}
+
+
+def plugin_names() -> tuple[str, ...]:
+    return tuple(factory().name for factory in PLUGINS)
+
+
 ACTIONS: Mapping[str, Callable[[], Action]] = {
     "allocate": AllocateAction,
     "consolidation": ConsolidationAction,

@@ -10,7 +10,7 @@ import yaml
 from kai.api.errors import InputError
 from kai.api.fields import parse_duration
 from kai.core.session import SchedulerConfig
-from kai.scheduler.registry import KNOWN_ACTIONS
+from kai.scheduler.registry import KNOWN_ACTIONS, PLUGIN_ARGUMENTS, plugin_names
 
 KEYS = (
     "actions",
@@ -57,9 +57,9 @@ def parse_config(raw: Mapping[str, Any] | None, *, file: str) -> SchedulerConfig
     for key, value in placement.items():
         if key not in ("gpu", "cpu"):
             raise _error(f"placementStrategy.{key}", "unknown key; known keys: gpu, cpu", file)
-        allowed = ("binpack", "spread", "fragmentation") if key == "gpu" else ("binpack", "spread")
-        if value not in allowed:
-            raise _error(f"placementStrategy.{key}", f'must be {" or ".join(allowed)}, got "{value}"', file)
+        strategies = ("binpack", "spread", "fragmentation") if key == "gpu" else ("binpack", "spread")
+        if value not in strategies:
+            raise _error(f"placementStrategy.{key}", f'must be {" or ".join(strategies)}, got "{value}"', file)
         cfg[f"{key}_placement"] = value
         if key == "gpu":
             cfg["gpu_device_policy"] = "spread" if value == "spread" else "binpack"
@@ -93,6 +93,18 @@ def parse_config(raw: Mapping[str, Any] | None, *, file: str) -> SchedulerConfig
     if not isinstance(plugins, Mapping) or not all(isinstance(v, Mapping | None) for v in plugins.values()):
         raise _error("plugins", "must map plugin names to argument mappings", file)
     cfg["plugins"] = {str(k): dict(v or {}) for k, v in plugins.items()}
+    known = plugin_names()
+    for plugin, args in cfg["plugins"].items():
+        if plugin not in known:
+            raise _error(f"plugins.{plugin}", f"unknown plugin; known plugins: {', '.join(known)}", file)
+        allowed = PLUGIN_ARGUMENTS.get(plugin, {})
+        for arg, value in args.items():
+            if arg not in allowed:
+                names = ", ".join(allowed) or "none"
+                raise _error(f"plugins.{plugin}.{arg}", f"unknown argument; known arguments: {names}", file)
+            choices = allowed[arg]
+            if choices is not None and str(value) not in choices:
+                raise _error(f"plugins.{plugin}.{arg}", f"must be one of {', '.join(choices)}, got {value!r}", file)
     return SchedulerConfig(**cfg)
 
 
