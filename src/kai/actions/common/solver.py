@@ -169,7 +169,11 @@ def solve(
         taken.append(unit)
         victim_tasks += len(unit.tasks)
         if room < need_gpus - EPS:
-            room += sum(float(session.task(t).request[GPU]) for t in unit.tasks if mask[int(session.node[t])])
+            if any(session.task(t).is_shared_gpu for t in unit.tasks):
+                # a shared device frees a whole GPU only once all its holders leave: recount
+                room = _free_gpus(session, mask)
+            else:
+                room += sum(float(session.task(t).request[GPU]) for t in unit.tasks if mask[int(session.node[t])])
             if room < need_gpus - EPS:
                 continue
         if placement_failed and not _fits_on(session, nodes, requests):
