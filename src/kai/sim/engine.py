@@ -149,7 +149,7 @@ class Simulation:
     # ----------------------------------------------------------------- object creation
     def _stamp(self, obj: ApiObject, raw: Mapping[str, Any]) -> tuple[ApiObject, dict[str, Any]]:
         """Give an object the uid and creation time the API server would."""
-        body = copy.deepcopy(dict(raw))
+        body = dict(raw)  # shallow: only metadata is rewritten here, nested parts are never mutated
         meta = dict(body.get("metadata") or {})
         uid = obj.meta.uid or _uid(next(self._uid_counter), f"{obj.meta.namespace}/{obj.meta.name}")
         created = obj.meta.creation_timestamp if obj.meta.creation_timestamp is not None else self.now
@@ -554,6 +554,10 @@ class Simulation:
                 value = format_timestamp(mark.since) if mark.since is not None else None
                 self._annotate(group, STALE_TIMESTAMP_ANNOTATION, value)
         conditions = {c.podgroup: c for c in result.conditions}
+        pending: dict[tuple[str, str], list[SimPod]] = {}
+        for sim in self.pods.values():
+            if sim.podgroup is not None and sim.status == TaskStatus.PENDING:
+                pending.setdefault((sim.pod.namespace, sim.podgroup), []).append(sim)
         for (ns, name), group in self.podgroups.items():
             cond = conditions.get(f"{ns}/{name}")
             if cond is None:
@@ -561,9 +565,16 @@ class Simulation:
                 continue
             group.conditions = [{"type": "UnschedulableOnNodePool", "reason": cond.reason, "message": cond.message}]
             self._event("Warning", cond.reason, f"PodGroup/{ns}/{name}", cond.message)
-            for sim in self.pods.values():
-                if sim.podgroup == name and sim.pod.namespace == ns and sim.status == TaskStatus.PENDING:
-                    sim.reason, sim.message = "Unschedulable", cond.message
+            for sim in pending.get((ns, name), ()):
+                sim.reason, sim.message = "Unschedulable", cond.message
+        for key, waiting in pending.items():
+            if key not in self.podgroups:
+                for sim in waiting:
+                    sim.reason = "PodGroupNotFound"
+                    sim.message = (
+                        f'PodGroup "{key[1]}" named by the pod-group-name annotation does not exist in namespace '
+                        f'"{key[0]}"; create it or remove the annotation to let the pod grouper make one'
+                    )
         for event in result.events:
             self._event(event.type, event.reason, event.object, event.message)
         return changed
