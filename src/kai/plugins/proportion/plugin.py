@@ -41,7 +41,29 @@ def allocatable_share(session: Session, queue: int) -> Vector:
     return np.where(q.limit == UNLIMITED, out, np.where(out == UNLIMITED, q.limit, np.minimum(out, q.limit)))
 
 
-def _less_equal(left: Vector, right: Vector) -> bool:
+def dominant_share(session: Session, queue: int, allocated: Vector) -> float:
+    share = allocatable_share(session, queue)
+    return _drf(_drf_caps(share, session.snapshot.total), allocated.tolist())
+
+
+Triple = tuple[float, float, float]
+
+
+def _drf_caps(share: Vector, total: Vector) -> Triple:
+    """What DRF divides by: the allocatable share, or the cluster total where that is unlimited."""
+    a, b, c = (float(total[r]) if share[r] == UNLIMITED else float(share[r]) for r in range(3))
+    return (a, b, c)
+
+
+def _drf(caps: Triple, allocated: list[float]) -> float:
+    best = 0.0
+    for cap, used in zip(caps, allocated, strict=True):
+        value = used * NO_SHARE_DRF_MULTIPLIER if cap == 0 else used / cap
+        best = max(best, value)
+    return best
+
+
+def _le(left: list[float], right: Triple) -> bool:
     """left <= right in every resource, where -1 in either means unlimited."""
     for a, b in zip(left, right, strict=True):
         if a == UNLIMITED:
@@ -53,19 +75,10 @@ def _less_equal(left: Vector, right: Vector) -> bool:
     return True
 
 
-def dominant_share(session: Session, queue: int, allocated: Vector) -> float:
-    share = allocatable_share(session, queue)
-    total = session.snapshot.total
-    best = 0.0
-    for r in range(3):
-        cap = total[r] if share[r] == UNLIMITED else share[r]
-        value = allocated[r] * NO_SHARE_DRF_MULTIPLIER if cap == 0 else allocated[r] / cap
-        best = max(best, value)
-    return best
+class QueueOrder:
+    """KAI's queue order over one session; per-queue constants are computed once at session open.
 
-
-def compare_queues(session: Session, left: int, right: int, left_job: Job, right_job: Job) -> int:
-    """KAI's queue order; negative when `left` goes first. Steps:
+    `compare(session, left, right, left_job, right_job)` is negative when `left` goes first. Steps:
 
     1. a queue not over its fair share (in every resource) goes first;
     2. a queue that stays within its deserved quota with the job goes first;
@@ -76,40 +89,51 @@ def compare_queues(session: Session, left: int, right: int, left_job: Job, right
     7. the queue whose allocatable share is smaller (in one resource, and nowhere larger) goes first;
     8. the older queue goes first (then the name).
     """
-    queues = session.snapshot.queues
-    la, ra = session.queue_allocated[left], session.queue_allocated[right]
-    lf, rf = session.fair_share[left], session.fair_share[right]
-    l_over = bool(np.all(lf < la))
-    r_over = bool(np.all(rf < ra))
-    if l_over != r_over:
-        return 1 if l_over else -1
-    lj = la + session.attempt_request(left_job)
-    rj = ra + session.attempt_request(right_job)
-    l_starved = _less_equal(lj, queues[left].deserved)
-    r_starved = _less_equal(rj, queues[right].deserved)
-    if l_starved != r_starved:
-        return -1 if l_starved else 1
-    if queues[left].priority != queues[right].priority:
-        return -1 if queues[left].priority > queues[right].priority else 1
-    l_alloc, r_alloc = allocatable_share(session, left), allocatable_share(session, right)
-    l_pen = bool(np.any((l_alloc == 0) & (lj > 0)))
-    r_pen = bool(np.any((r_alloc == 0) & (rj > 0)))
-    if l_pen != r_pen:
-        return 1 if l_pen else -1
-    for l_value, r_value in (
-        (dominant_share(session, left, lj), dominant_share(session, right, rj)),
-        (dominant_share(session, left, la), dominant_share(session, right, ra)),
-    ):
-        if l_value != r_value:
-            return -1 if l_value < r_value else 1
-    l_le, r_le = _less_equal(l_alloc, r_alloc), _less_equal(r_alloc, l_alloc)
-    if l_le and not r_le:
-        return -1
-    if r_le and not l_le:
-        return 1
-    return (
-        -1 if (queues[left].age_rank, queues[left].name) < (queues[right].age_rank, queues[right].name) else 1
-    )
+
+    def __init__(self, session: Session) -> None:
+        queues = session.snapshot.queues
+        total = session.snapshot.total
+        shares = [allocatable_share(session, q.index) for q in queues]
+        self.allocatable: list[Triple] = [(float(a[0]), float(a[1]), float(a[2])) for a in shares]
+        self.caps: list[Triple] = [_drf_caps(a, total) for a in shares]
+        self.fair: list[Triple] = [(float(f[0]), float(f[1]), float(f[2])) for f in session.fair_share]
+        self.deserved: list[Triple] = [
+            (float(q.deserved[0]), float(q.deserved[1]), float(q.deserved[2])) for q in queues
+        ]
+        self.rank = [(q.age_rank, q.name) for q in queues]
+
+    def compare(self, session: Session, left: int, right: int, left_job: Job, right_job: Job) -> int:
+        queues = session.snapshot.queues
+        la, ra = session.queue_allocated[left].tolist(), session.queue_allocated[right].tolist()
+        l_over = all(f < a for f, a in zip(self.fair[left], la, strict=True))
+        r_over = all(f < a for f, a in zip(self.fair[right], ra, strict=True))
+        if l_over != r_over:
+            return 1 if l_over else -1
+        lj = [a + b for a, b in zip(la, session.attempt_request(left_job).tolist(), strict=True)]
+        rj = [a + b for a, b in zip(ra, session.attempt_request(right_job).tolist(), strict=True)]
+        l_starved = _le(lj, self.deserved[left])
+        r_starved = _le(rj, self.deserved[right])
+        if l_starved != r_starved:
+            return -1 if l_starved else 1
+        if queues[left].priority != queues[right].priority:
+            return -1 if queues[left].priority > queues[right].priority else 1
+        l_alloc, r_alloc = self.allocatable[left], self.allocatable[right]
+        l_pen = any(a == 0 and j > 0 for a, j in zip(l_alloc, lj, strict=True))
+        r_pen = any(a == 0 and j > 0 for a, j in zip(r_alloc, rj, strict=True))
+        if l_pen != r_pen:
+            return 1 if l_pen else -1
+        for l_value, r_value in (
+            (_drf(self.caps[left], lj), _drf(self.caps[right], rj)),
+            (_drf(self.caps[left], la), _drf(self.caps[right], ra)),
+        ):
+            if l_value != r_value:
+                return -1 if l_value < r_value else 1
+        l_le, r_le = _le(list(l_alloc), r_alloc), _le(list(r_alloc), l_alloc)
+        if l_le and not r_le:
+            return -1
+        if r_le and not l_le:
+            return 1
+        return -1 if self.rank[left] < self.rank[right] else 1
 
 
 def check_capacity(session: Session, job: Job, request: Vector) -> JobCondition | None:
@@ -178,5 +202,5 @@ class ProportionPlugin:
 
     def on_session_open(self, session: Session) -> None:
         compute_fair_share(session)
-        session.set_queue_compare(compare_queues)
+        session.set_queue_compare(QueueOrder(session).compare)
         session.capacity_checks.append(check_capacity)
