@@ -114,6 +114,7 @@ class Session:
         self.queue_allocated_np: Matrix = np.zeros((n_queues, 3))
         self.queue_request: Matrix = np.zeros((n_queues, 3))
         self.fair_share: Matrix = np.zeros((n_queues, 3))
+        self._paths: dict[int, npt.NDArray[np.int64]] = {}  # queue -> itself and its ancestors
         self.podset_alive: list[npt.NDArray[np.int64]] = []
         # per-task queue charges, per-job tasks in task order, and a per-job change counter that
         # statements bump, so per-job derived values can be cached safely
@@ -133,7 +134,7 @@ class Session:
                 charge = self.queue_charge(task)
                 if task.status in ALIVE:
                     alive[task.podset] += 1
-                    self._charge_queue(job, charge, +1.0, request_too=False)
+                    self._charge_queue(job, charge, +1.0)
                 if task.status in ALIVE or task.status == TaskStatus.PENDING:
                     self._add_request(job, charge)
             self.podset_alive.append(alive)
@@ -191,27 +192,33 @@ class Session:
 
     def ancestors(self, queue: int) -> list[int]:
         """The queue itself, then its parent, up to the top."""
-        out = []
-        while queue >= 0:
-            out.append(queue)
-            queue = self.snapshot.queues[queue].parent
-        return out
+        return list(self._ancestor_path(queue))
 
-    def _charge_queue(self, job: Job, charge: Vector, sign: float, *, request_too: bool) -> None:
+    def _ancestor_path(self, queue: int) -> npt.NDArray[np.int64]:
+        path = self._paths.get(queue)
+        if path is None:
+            chain = []
+            cursor = queue
+            while cursor >= 0:
+                chain.append(cursor)
+                cursor = self.snapshot.queues[cursor].parent
+            path = self._paths[queue] = np.array(chain, dtype=np.int64)
+        return path
+
+    def _charge_queue(self, job: Job, charge: Vector, sign: float) -> None:
+        """Add (sign +1) or remove (-1) a task's charge on its queue and every ancestor."""
         if job.queue < 0:
             return
-        for q in self.ancestors(job.queue):
-            self.queue_allocated[q] += sign * charge
-            if not job.preemptible:
-                self.queue_allocated_np[q] += sign * charge
-            if request_too:
-                self.queue_request[q] += sign * charge
+        path = self._ancestor_path(job.queue)
+        delta = sign * charge
+        self.queue_allocated[path] += delta
+        if not job.preemptible:
+            self.queue_allocated_np[path] += delta
 
     def _add_request(self, job: Job, charge: Vector) -> None:
         if job.queue < 0:
             return
-        for q in self.ancestors(job.queue):
-            self.queue_request[q] += charge
+        self.queue_request[self._ancestor_path(job.queue)] += charge
 
     # ----------------------------------------------------------------- task and job state
     def task(self, index: int) -> Task:

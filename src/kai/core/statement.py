@@ -110,7 +110,7 @@ class Statement:
         s.podset_alive[task.job][task.podset] += 1
         s.job_version[task.job] += 1
         charge = s.task_charge[task.index]
-        s._charge_queue(job, charge, +1.0, request_too=False)
+        s._charge_queue(job, charge, +1.0)
 
         def undo() -> None:
             s.idle[node] += from_idle
@@ -129,7 +129,7 @@ class Statement:
             s.gpu_groups[task.index] = previous_groups
             s.podset_alive[task.job][task.podset] -= 1
             s.job_version[task.job] += 1
-            s._charge_queue(job, charge, -1.0, request_too=False)
+            s._charge_queue(job, charge, -1.0)
 
         kind = Kind.PIPELINE if pipelined else Kind.BIND
         self._ops.append(
@@ -173,7 +173,7 @@ class Statement:
         s.podset_alive[task.job][task.podset] -= 1
         s.job_version[task.job] += 1
         charge = s.task_charge[task.index]
-        s._charge_queue(job, charge, -1.0, request_too=False)
+        s._charge_queue(job, charge, -1.0)
 
         def undo() -> None:
             s.releasing[node] -= req
@@ -184,7 +184,7 @@ class Statement:
             s.status[task.index] = previous_status
             s.podset_alive[task.job][task.podset] += 1
             s.job_version[task.job] += 1
-            s._charge_queue(job, charge, +1.0, request_too=False)
+            s._charge_queue(job, charge, +1.0)
 
         self._ops.append(
             _Op(
