@@ -16,7 +16,7 @@ import numpy as np
 from kai.core import constraints as constraint_lib
 from kai.core import gpu_devices
 from kai.core.model import BoolVector, Task
-from kai.core.resources import GPU, PODS
+from kai.core.resources import GPU, PODS, Vector
 from kai.core.session import Session
 
 EPS = 1e-9
@@ -24,9 +24,27 @@ EPS = 1e-9
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Fit:
+    """Where a task fits. For shared-GPU tasks the devices on a node are chosen on demand."""
+
+    session: Session
+    task: Task
     now: BoolVector  # nodes where the task fits on idle resources
     later: BoolVector  # nodes where it fits once releasing resources are gone (includes `now`)
-    devices: dict[int, gpu_devices.DeviceChoice]  # shared-GPU tasks: the devices per candidate node
+    shares_existing: BoolVector  # shared-GPU tasks: an existing shared device has room now
+
+    def choice(self, node: int) -> gpu_devices.DeviceChoice | None:
+        """The shared devices the task would use on `node` (None for tasks that do not share GPUs)."""
+        if not self.task.is_shared_gpu:
+            return None
+        s = self.session
+        return gpu_devices.choose_devices(
+            devices=s.devices.get(node, {}),
+            portion=gpu_devices.task_portion(self.task, int(s.snapshot.nodes.gpu_memory_mib[node])),
+            count=max(1, self.task.gpu_devices),
+            idle_gpus=float(max(0.0, s.idle[node, GPU])),
+            releasing_gpus=float(max(0.0, s.releasing[node, GPU])),
+            pack=s.config.gpu_device_policy != "spread",
+        )
 
 
 def predicate_mask(session: Session, task: Task) -> BoolVector:
@@ -38,6 +56,14 @@ def predicate_mask(session: Session, task: Task) -> BoolVector:
     return mask
 
 
+def _portions(session: Session, task: Task) -> Vector | float:
+    """The portion of a device the task takes on each node (a memory request depends on the node)."""
+    if task.gpu_portion > 0:
+        return task.gpu_portion
+    memory = session.snapshot.nodes.gpu_memory_mib.astype(np.float64)
+    return np.asarray(np.ceil(task.gpu_memory_mib / memory * 100.0) / 100.0, dtype=np.float64)
+
+
 def find_fit(session: Session, task: Task) -> Fit:
     mask = predicate_mask(session, task)
     # As kube-scheduler: only resources the task asks for are checked (an overcommitted resource
@@ -47,35 +73,32 @@ def find_fit(session: Session, task: Task) -> Fit:
     idle = session.idle[:, asked]
     now = mask & np.all(idle >= req - EPS, axis=1)
     later = mask & np.all(idle + session.releasing[:, asked] >= req - EPS, axis=1)
-    devices: dict[int, gpu_devices.DeviceChoice] = {}
+    shares = np.zeros(session.snapshot.nodes.count, dtype=np.bool_)
     if task.is_shared_gpu:
-        count = max(1, task.gpu_devices)
-        pack = session.config.gpu_device_policy != "spread"
-        for n in np.flatnonzero(later):
-            node = int(n)
-            portion = gpu_devices.task_portion(task, int(session.snapshot.nodes.gpu_memory_mib[node]))
-            if portion > 1.0:
-                later[node] = False
-                now[node] = False
-                continue
-            choice = gpu_devices.choose_devices(
-                devices=session.devices.get(node, {}),
-                portion=portion,
-                count=count,
-                idle_gpus=float(session.idle[node, GPU])
-                if now[node]
-                else float(max(0.0, session.idle[node, GPU])),
-                releasing_gpus=float(max(0.0, session.releasing[node, GPU])),
-                pack=pack,
-            )
-            if choice is None:
-                later[node] = False
-                now[node] = False
-                continue
-            devices[node] = choice
-            if choice.pipelined:
-                now[node] = False
-    return Fit(now=now, later=later, devices=devices)
+        portion = _portions(session, task)
+        fits_device = np.broadcast_to(np.asarray(portion) <= 1.0 + EPS, now.shape)
+        if max(1, task.gpu_devices) == 1:
+            # One device: vectorized over the session's per-node best room on shared devices.
+            whole_now = session.idle[:, GPU] >= 1.0 - EPS
+            whole_later = session.idle[:, GPU] + session.releasing[:, GPU] >= 1.0 - EPS
+            shares = session.shared_room_now >= portion - EPS
+            shared_later = session.shared_room_later >= portion - EPS
+            now &= fits_device & (shares | whole_now)
+            later &= fits_device & (shares | shared_later | whole_later)
+            shares &= now
+        else:
+            # Several devices: ask the device chooser per candidate node.
+            partial = Fit(session=session, task=task, now=now, later=later, shares_existing=shares)
+            for n in np.flatnonzero(later):
+                node = int(n)
+                choice = partial.choice(node) if fits_device[node] else None
+                if choice is None:
+                    later[node] = now[node] = False
+                elif choice.pipelined:
+                    now[node] = False
+                elif choice.existing:
+                    shares[node] = True
+    return Fit(session=session, task=task, now=now, later=later, shares_existing=shares)
 
 
 def fit_errors(session: Session, task: Task, fit: Fit) -> str:

@@ -108,6 +108,11 @@ class Session:
         self.node: npt.NDArray[np.int32] = np.array([t.node for t in snapshot.tasks], dtype=np.int32)
         self.gpu_groups: list[tuple[str, ...]] = [t.gpu_groups for t in snapshot.tasks]
         self.devices = gpu_devices.initial_devices(snapshot)
+        # per node, the most room on any shared device now / once its releasing holders leave
+        self.shared_room_now: Vector = np.zeros(nodes.count)
+        self.shared_room_later: Vector = np.zeros(nodes.count)
+        for node in self.devices:
+            self.refresh_shared_rooms(node)
         self.min_gpu_memory = int(nodes.gpu_memory_mib.min()) if nodes.count else 100
         n_queues = len(snapshot.queues)
         self.queue_allocated: Matrix = np.zeros((n_queues, 3))
@@ -158,6 +163,17 @@ class Session:
         self.failed_signatures: set[tuple[object, ...]] = set()
 
     # ----------------------------------------------------------------- extension points
+    def refresh_shared_rooms(self, node: int) -> None:
+        """Recompute a node's best shared-device room after its devices changed (statements call this)."""
+        now = later = 0.0
+        for dev in self.devices.get(node, {}).values():
+            if dev.all_releasing:
+                continue  # counted as a releasing whole GPU instead
+            now = max(now, dev.room_now())
+            later = max(later, dev.room_later())
+        self.shared_room_now[node] = now
+        self.shared_room_later[node] = later
+
     def set_gpu_policy(self, policy: GpuPolicy) -> None:
         if self.gpu_policy is not None:
             raise RuntimeError("GPU placement has exactly one policy; a second plugin registered one")

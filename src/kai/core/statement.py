@@ -99,6 +99,7 @@ class Statement:
                     s.releasing[node, GPU] -= 1.0
                     extra_rel_gpu += 1.0
             groups = tuple(choice.existing) + tuple(created)
+            s.refresh_shared_rooms(node)
         status = TaskStatus.PIPELINED if pipelined else TaskStatus.ALLOCATED
         job = s.snapshot.jobs[task.job]
         previous_status = int(s.status[task.index])
@@ -124,6 +125,7 @@ class Statement:
                     del devs[g]
                 s.idle[node, GPU] += extra_idle_gpu
                 s.releasing[node, GPU] += extra_rel_gpu
+                s.refresh_shared_rooms(node)
             s.status[task.index] = previous_status
             s.node[task.index] = previous_node
             s.gpu_groups[task.index] = previous_groups
@@ -169,6 +171,7 @@ class Statement:
                 if dev.all_releasing and not was_releasing:
                     s.releasing[node, GPU] += 1.0
                     moved_gpu += 1.0
+            s.refresh_shared_rooms(node)
         s.status[task.index] = TaskStatus.RELEASING
         s.podset_alive[task.job][task.podset] -= 1
         s.job_version[task.job] += 1
@@ -181,6 +184,8 @@ class Statement:
             devs = s.devices.get(node, {})
             for g, portion in shared_changes:
                 devs[g].releasing -= portion
+            if shared_changes:
+                s.refresh_shared_rooms(node)
             s.status[task.index] = previous_status
             s.podset_alive[task.job][task.podset] += 1
             s.job_version[task.job] += 1

@@ -89,12 +89,7 @@ class SharedGpuOrder:
     """
 
     def node_bonus(self, session: Session, task: Task, fit: Fit) -> Vector:
-        bonus = np.zeros(session.snapshot.nodes.count)
-        if task.is_shared_gpu:
-            for node, choice in fit.devices.items():
-                if choice.existing and not choice.pipelined:
-                    bonus[node] = SHARED_GPU_FITS
-        return bonus
+        return np.where(fit.shares_existing, SHARED_GPU_FITS, 0.0)
 
     def devices(self, session: Session, task: Task, node: int, fit: Fit) -> DeviceChoice | None:
         return None

@@ -32,9 +32,11 @@ def place_task(session: Session, stmt: Statement, task: Task, *, allow_pipeline:
         scores += policy.node_bonus(session, task, fit)
     scores = np.where(candidates, scores, -np.inf)
     node = int(np.argmax(scores))
-    choice = fit.devices.get(node)
-    if policy is not None and task.is_shared_gpu and fit.now[node]:
-        choice = policy.devices(session, task, node, fit) or choice
+    choice = None
+    if task.is_shared_gpu:
+        if policy is not None and fit.now[node]:
+            choice = policy.devices(session, task, node, fit)
+        choice = choice or fit.choice(node)
     stmt.place(task, node, pipelined=not bool(fit.now[node]), choice=choice)
     return None
 

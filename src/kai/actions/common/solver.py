@@ -120,7 +120,7 @@ class _Search:
                     continue
                 fit = fit_lib.find_fit(s, task)
                 if fit.later[home]:
-                    stmt.place(task, home, pipelined=True, choice=fit.devices.get(home))
+                    stmt.place(task, home, pipelined=True, choice=fit.choice(home))
                 elif place_task(s, stmt, task) is not None:
                     break
                 placed[t] = int(s.node[t])
@@ -236,5 +236,5 @@ def _apply(search: _Search, units: Sequence[VictimUnit], scenario: Scenario, mes
         fit = fit_lib.find_fit(session, task)
         if not fit.later[node]:
             return False
-        stmt.place(task, node, pipelined=True, choice=fit.devices.get(node))
+        stmt.place(task, node, pipelined=True, choice=fit.choice(node))
     return True
