@@ -39,8 +39,6 @@ class TaskStatus(enum.IntEnum):
 
 # Statuses that count toward a gang's minimum (a releasing pod is on its way out).
 ALIVE = frozenset({TaskStatus.ALLOCATED, TaskStatus.PIPELINED, TaskStatus.RUNNING})
-# Statuses that hold node resources.
-ON_NODE = frozenset({TaskStatus.ALLOCATED, TaskStatus.RUNNING, TaskStatus.RELEASING})
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

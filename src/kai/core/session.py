@@ -17,7 +17,7 @@ import numpy.typing as npt
 from kai.core import gpu_devices
 from kai.core.decisions import Event, Eviction, JobCondition, JobStart, Placement, StaleMark
 from kai.core.model import ALIVE, BoolVector, Job, Matrix, Snapshot, Task, TaskStatus
-from kai.core.resources import GPU, QUEUE_RESOURCES, Vector
+from kai.core.resources import QUEUE_RESOURCES, Vector
 
 if TYPE_CHECKING:
     from kai.core.fit import Fit
@@ -240,9 +240,6 @@ class Session:
     def task(self, index: int) -> Task:
         return self.snapshot.tasks[index]
 
-    def task_status(self, index: int) -> TaskStatus:
-        return TaskStatus(int(self.status[index]))
-
     def alive_count(self, job: Job) -> int:
         return int(self.podset_alive[job.index].sum())
 
@@ -275,9 +272,6 @@ class Session:
         value = self.job_request(self.tasks_to_allocate(job))
         self._attempt_cache[job.index] = (version, value)
         return value
-
-    def alive_tasks(self, job: Job) -> list[Task]:
-        return [self.snapshot.tasks[t] for t in job.tasks if TaskStatus(int(self.status[t])) in ALIVE]
 
     def tasks_to_allocate(self, job: Job) -> list[Task]:
         """The tasks of the next attempt: the whole missing gang, else one more task (elastic growth)."""
@@ -316,6 +310,3 @@ class Session:
 
     def record_condition(self, job: Job, reason: str, message: str) -> None:
         self.conditions[job.index] = JobCondition(podgroup=job.key, reason=reason, message=message)
-
-    def device_idle_gpus(self, node: int) -> float:
-        return float(self.idle[node, GPU])

@@ -50,16 +50,6 @@ class Statement:
     def discard(self) -> None:
         self.rollback(0)
 
-    @property
-    def operations(self) -> int:
-        return len(self._ops)
-
-    def placed_tasks(self) -> list[tuple[int, Kind]]:
-        return [(op.task, op.kind) for op in self._ops if op.kind is not Kind.EVICT]
-
-    def evicted_tasks(self) -> list[int]:
-        return [op.task for op in self._ops if op.kind is Kind.EVICT]
-
     # ----------------------------------------------------------------- operations
     def place(
         self, task: Task, node: int, *, pipelined: bool, choice: gpu_devices.DeviceChoice | None

@@ -20,7 +20,6 @@ class JobsByQueue:
     def __init__(self, session: Session, jobs: Iterable[Job]) -> None:
         self.session = session
         self.heaps: dict[int, list[tuple[tuple[object, ...], int]]] = {}
-        self.popped: dict[int, int] = {}
         for job in jobs:
             self.push(job)
 

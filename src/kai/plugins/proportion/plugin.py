@@ -41,11 +41,6 @@ def allocatable_share(session: Session, queue: int) -> Vector:
     return np.where(q.limit == UNLIMITED, out, np.where(out == UNLIMITED, q.limit, np.minimum(out, q.limit)))
 
 
-def dominant_share(session: Session, queue: int, allocated: Vector) -> float:
-    share = allocatable_share(session, queue)
-    return _drf(_drf_caps(share, session.snapshot.total), allocated.tolist())
-
-
 Triple = tuple[float, float, float]
 
 
