@@ -30,7 +30,9 @@ class Fit:
     task: Task
     now: BoolVector  # nodes where the task fits on idle resources
     later: BoolVector  # nodes where it fits once releasing resources are gone (includes `now`)
-    shares_existing: BoolVector  # shared-GPU tasks: an existing shared device has room now
+    # shared-GPU tasks: an existing shared device fits the task, now or once its releasing holders
+    # leave (KAI's gpusharingorder condition)
+    shares_existing: BoolVector
 
     def choice(self, node: int) -> gpu_devices.DeviceChoice | None:
         """The shared devices the task would use on `node` (None for tasks that do not share GPUs)."""
@@ -81,11 +83,21 @@ def find_fit(session: Session, task: Task) -> Fit:
             # One device: vectorized over the session's per-node best room on shared devices.
             whole_now = session.idle[:, GPU] >= 1.0 - EPS
             whole_later = session.idle[:, GPU] + session.releasing[:, GPU] >= 1.0 - EPS
-            shares = session.shared_room_now >= portion - EPS
-            shared_later = session.shared_room_later >= portion - EPS
-            now &= fits_device & (shares | whole_now)
-            later &= fits_device & (shares | shared_later | whole_later)
-            shares &= now
+            shares_now = session.shared_room_now >= portion - EPS
+            shares = session.shared_room_later >= portion - EPS
+            now &= fits_device & (shares_now | whole_now)
+            later &= fits_device & (shares | whole_later)
+            if session.config.gpu_device_policy != "spread":
+                # gpupack takes the fullest device that fits once its releasing holders leave, even with
+                # room elsewhere: where that device lacks room now the task is pipelined, not placed now.
+                # Only nodes where something is being released can hold such a device.
+                releasing_here = np.any(session.releasing > EPS, axis=1)
+                waiting = now & shares & (releasing_here | (session.shared_room_later > session.shared_room_now + EPS))
+                partial = Fit(session=session, task=task, now=now, later=later, shares_existing=shares)
+                for n in np.flatnonzero(waiting):
+                    choice = partial.choice(int(n))
+                    if choice is not None and choice.pipelined:
+                        now[n] = False
         else:
             # Several devices: ask the device chooser per candidate node.
             partial = Fit(session=session, task=task, now=now, later=later, shares_existing=shares)
@@ -96,9 +108,13 @@ def find_fit(session: Session, task: Task) -> Fit:
                     later[node] = now[node] = False
                 elif choice.pipelined:
                     now[node] = False
-                elif choice.existing:
-                    shares[node] = True
-    return Fit(session=session, task=task, now=now, later=later, shares_existing=shares)
+            shares = later & _shares_later(session, portion)
+    return Fit(session=session, task=task, now=now, later=later, shares_existing=shares & later)
+
+
+def _shares_later(session: Session, portion: Vector | float) -> BoolVector:
+    """Nodes with a shared device the portion fits on once releasing holders leave (KAI's group fit)."""
+    return np.asarray(session.shared_room_later >= np.asarray(portion) - EPS, dtype=np.bool_)
 
 
 def fit_errors(session: Session, task: Task, fit: Fit) -> str:

@@ -76,50 +76,42 @@ def choose_devices(
 ) -> DeviceChoice | None:
     """Pick `count` devices for a task taking `portion` of each, or None if the node cannot host it.
 
-    Candidates are existing shared devices with room (now, or once releasing tasks leave) and
-    whole GPUs (idle now, or releasing). `pack` (gpupack) prefers the fullest shared device, spread
-    (gpuspread) prefers whole idle GPUs. Ties break on the group id.
+    Candidates are existing shared devices with room once their releasing holders leave (devices
+    whose holders are all leaving are not candidates: they count as releasing whole GPUs) and whole
+    GPUs (idle now, or releasing). As KAI's GPU order functions:
+
+    * pack (gpupack) scores a shared device by its used portion (releasing and pipelined holders
+      included) and a whole GPU 0: the fullest shared device wins even when the task must wait for
+      its releasing holders (it is then pipelined there rather than opening a new GPU);
+    * spread (gpuspread) scores a whole GPU 1 and a shared device 1 - used: idle GPUs first, then the
+      emptiest shared device that has room now, then devices and GPUs that free up later.
+
+    Ties break on the group id. The choice is pipelined if any chosen device lacks room now.
     """
-    now_fit: list[tuple[float, str]] = []
-    later_fit: list[tuple[float, str]] = []
+    fitting: list[tuple[float, str, bool]] = []  # (used, group, has room now)
     for dev in devices.values():
-        if dev.all_releasing:
+        if dev.all_releasing or dev.room_later() + EPS < portion:
             continue
-        if dev.room_now() + EPS >= portion:
-            now_fit.append((dev.used, dev.group))
-        elif dev.room_later() + EPS >= portion:
-            later_fit.append((dev.used, dev.group))
+        fitting.append((dev.used, dev.group, dev.room_now() + EPS >= portion))
     whole_now = int(idle_gpus + EPS)
     whole_later = int(idle_gpus + releasing_gpus + EPS) - whole_now
+    # ordered candidates: (existing group or None for a new device, pipelined)
+    order: list[tuple[str | None, bool]] = []
     if pack:
-        now_fit.sort(key=lambda c: (-c[0], c[1]))
+        fitting.sort(key=lambda c: (-c[0], c[1]))
+        order += [(group, not now) for _, group, now in fitting]
+        order += [(None, False)] * whole_now + [(None, True)] * whole_later
     else:
-        now_fit.sort(key=lambda c: (c[0], c[1]))
-    later_fit.sort(key=lambda c: (-c[0], c[1]))
-    existing: list[str] = []
-    new = 0
-    pipelined = False
-    # immediate candidates first, in policy order
-    if pack:
-        for _, group in now_fit:
-            if len(existing) < count:
-                existing.append(group)
-        new = min(count - len(existing), whole_now)
-    else:
-        new = min(count, whole_now)
-        for _, group in now_fit:
-            if len(existing) + new < count:
-                existing.append(group)
-    missing = count - len(existing) - new
-    if missing > 0:
-        pipelined = True
-        for _, group in later_fit:
-            if missing > 0:
-                existing.append(group)
-                missing -= 1
-        extra = min(missing, whole_later)
-        new += extra
-        missing -= extra
-    if missing > 0:
+        fitting.sort(key=lambda c: (c[0], c[1]))
+        order += [(None, False)] * whole_now
+        order += [(group, False) for _, group, now in fitting if now]
+        order += [(group, True) for _, group, now in fitting if not now]
+        order += [(None, True)] * whole_later
+    if len(order) < count:
         return None
-    return DeviceChoice(existing=tuple(existing), new_devices=new, pipelined=pipelined)
+    chosen = order[:count]
+    return DeviceChoice(
+        existing=tuple(group for group, _ in chosen if group is not None),
+        new_devices=sum(1 for group, _ in chosen if group is None),
+        pipelined=any(pipelined for _, pipelined in chosen),
+    )
