@@ -2,7 +2,8 @@
 
 For every bound pod it records which physical GPU indices of the node the pod uses (whole GPUs
 for `nvidia.com/gpu` requests, one device per shared GPU group for fractions) and the outputs a
-real GPU stack consumes: the `runai-gpu-group` label, the `received-resource-type` annotation
+real GPU stack consumes: the `runai-gpu-group` label (plus `runai-gpu-group/<group>` labels for
+the further devices of a multi-device fraction), the `received-resource-type` annotation
 (Regular or Fraction) and the environment values `NVIDIA_VISIBLE_DEVICES`, `GPU_PORTION` and
 `RUNAI_NUM_OF_GPUS`. Indices are handed out lowest-free-first, so runs are reproducible.
 """
@@ -13,6 +14,16 @@ from dataclasses import dataclass, field
 
 RECEIVED_RESOURCE_TYPE = "received-resource-type"
 GPU_GROUP_LABEL = "runai-gpu-group"
+
+
+def group_labels(groups: tuple[str, ...]) -> dict[str, str]:
+    """KAI's group labels: `runai-gpu-group=<first>`, and `runai-gpu-group/<g>=<g>` for each further
+    device of a multi-device fraction (KAI reads a pod's groups back as the first plus every prefixed one).
+    """
+    labels = {GPU_GROUP_LABEL: groups[0]}
+    for group in groups[1:]:
+        labels[f"{GPU_GROUP_LABEL}/{group}"] = group
+    return labels
 
 
 @dataclass(slots=True)
@@ -74,7 +85,7 @@ class DeviceLedger:
             share = f"{portion:.2f}"
             return Binding(
                 devices=tuple(indices),
-                labels={GPU_GROUP_LABEL: groups[0]},
+                labels=group_labels(groups),
                 annotations={RECEIVED_RESOURCE_TYPE: "Fraction"},
                 env={"NVIDIA_VISIBLE_DEVICES": visible, "GPU_PORTION": share, "RUNAI_NUM_OF_GPUS": share},
             )
