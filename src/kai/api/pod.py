@@ -169,8 +169,9 @@ def parse_gpu_share(
     annotations: Mapping[str, str], requests: Mapping[str, float], reader: Reader
 ) -> GpuShare | None:
     """Validate the GPU-sharing annotations; None for a pod that does not share a GPU."""
-    fraction_text = annotations.get(GPU_FRACTION)
-    memory_text = annotations.get(GPU_MEMORY)
+    # As KAI's admission and scheduler: an annotation with an empty value counts as absent.
+    fraction_text = annotations.get(GPU_FRACTION) or None
+    memory_text = annotations.get(GPU_MEMORY) or None
     if fraction_text is None and memory_text is None:
         if GPU_FRACTION_NUM_DEVICES in annotations:
             raise reader.error(
