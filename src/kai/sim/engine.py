@@ -27,17 +27,15 @@ from kai.api.manifest import ApiObject, ConfigMap, Namespace, Workload, group_of
 from kai.api.meta import ObjectMeta
 from kai.api.node import Node
 from kai.api.pod import Pod
-from kai.api.podgroup import LAST_START_ANNOTATION, STALE_TIMESTAMP_ANNOTATION, PodGroup, SubGroup
+from kai.api.podgroup import LAST_START_ANNOTATION, STALE_TIMESTAMP_ANNOTATION, PodGroup
 from kai.api.priority import PriorityClass
 from kai.api.queue import Queue
 from kai.core.decisions import CycleResult, Event, Kind
 from kai.core.model import TaskStatus
 from kai.core.session import SchedulerConfig
 from kai.core.snapshot_builder import BuiltSnapshot, PodState, build_snapshot
-from kai.podgrouper import base, grouping, model, queues, top_owner
-from kai.podgrouper import config as grouper_config
 from kai.scheduler.cycle import run_cycle
-from kai.sim import binder, controllers, defaults, reconcile
+from kai.sim import binder, controllers, defaults, grouping, reconcile
 from kai.sim.state import SimPod, SimPodGroup
 
 SCHEDULER_NAME = "kai-scheduler"
@@ -224,7 +222,13 @@ class Simulation:
                 ) from None
         groups: tuple[str, ...] = ()
         if pod.meta.labels.get(api_pod.GPU_GROUP_LABEL):
-            groups = (pod.meta.labels[api_pod.GPU_GROUP_LABEL],)
+            # the first shared device; a multi-device pod lists the others as runai-gpu-group/<group>
+            first = pod.meta.labels[api_pod.GPU_GROUP_LABEL]
+            prefix = api_pod.GPU_GROUP_LABEL + "/"
+            others = sorted(
+                k[len(prefix) :] for k in pod.meta.labels if k.startswith(prefix) and k[len(prefix) :] != first
+            )
+            groups = (first, *others)
         sim = SimPod(
             pod=pod,
             raw=body,
@@ -248,15 +252,16 @@ class Simulation:
         self.pods[pod.key] = sim
 
     # ----------------------------------------------------------------- grouping
-    def _lookup(self, namespace: str, api_version: str, kind: str, name: str) -> Mapping[str, Any] | None:
+    # ----------------------------------------------------------------- store operations (controllers)
+    def record_event(self, type_: str, reason: str, obj: str, message: str) -> None:
+        self._event(type_, reason, obj, message)
+
+    def lookup(self, namespace: str, api_version: str, kind: str, name: str) -> Mapping[str, Any] | None:
+        """An object by namespace, group (from `api_version`) and kind, as the pod grouper asks for it."""
         found = self.raw_objects.get((namespace, group_of(api_version), kind, name))
         if found is None and namespace:
             found = self.raw_objects.get(("", group_of(api_version), kind, name))
         return found
-
-    # ----------------------------------------------------------------- store operations (controllers)
-    def record_event(self, type_: str, reason: str, obj: str, message: str) -> None:
-        self._event(type_, reason, obj, message)
 
     def _bind_devices(self, sim: SimPod) -> None:
         """Record what the binder writes on a bound pod: device indices, group label, env, annotation."""
@@ -330,92 +335,6 @@ class Simulation:
         group = key[0].split("/", 1)[0]
         self.raw_objects[(workload.meta.namespace, group, workload.kind, workload.name)] = raw
 
-    def _list_pods(self, namespace: str, match_labels: Mapping[str, str]) -> Sequence[Mapping[str, Any]]:
-        out: list[Mapping[str, Any]] = []
-        for key in sorted(self.pods):
-            sim = self.pods[key]
-            if sim.pod.namespace == namespace and all(sim.labels.get(k) == v for k, v in match_labels.items()):
-                out.append(sim.raw)
-        return out
-
-    def _grouper_config(self) -> grouper_config.GrouperConfig:
-        return grouper_config.GrouperConfig(
-            queue_label_key=self.config.queue_label_key,
-            priority_classes={name: pc.value for name, pc in self.priority_classes.items()},
-        )
-
-    def _group_pods(self) -> None:
-        config: grouper_config.GrouperConfig | None = None
-        view = base.EMPTY_VIEW
-        for key in sorted(self.pods):
-            sim = self.pods[key]
-            if not sim.ours or sim.podgroup is not None:
-                continue
-            explicit = sim.annotations.get(api_pod.POD_GROUP_ANNOTATION)
-            if explicit:
-                sim.podgroup = explicit
-                continue
-            if config is None:
-                config = self._grouper_config()
-                view = base.ClusterView(lookup=self._lookup, list_pods=self._list_pods)
-            chain = top_owner.owner_chain(pod=sim.raw, lookup=self._lookup)
-            if isinstance(chain, model.GroupingError):
-                self._pod_problem(sim, chain.reason, chain.message)
-                continue
-            sim.owner = (
-                str(chain.top_owner.get("kind", "")),
-                str(chain.top_owner.get("metadata", {}).get("name", "")),
-            )
-            result = grouping.group_pod(pod=sim.raw, chain=chain, config=config, view=view)
-            if isinstance(result, model.GroupingError):
-                self._pod_problem(sim, result.reason, result.message)
-                continue
-            hint = queues.missing_label_hint(base=chain.top_owner, pod=sim.raw, config=config)
-            for warning in (*result.warnings, *((hint,) if hint is not None else ())):
-                self._event("Warning", warning.reason, f"Pod/{key}", warning.message)
-            pg_key = (result.namespace, result.name)
-            if pg_key not in self.podgroups:
-                pg = PodGroup(
-                    meta=ObjectMeta(
-                        name=result.name,
-                        namespace=result.namespace,
-                        uid=f"pg-{result.owner.uid}",
-                        labels=dict(result.labels),
-                        annotations=dict(result.annotations),
-                        creation_timestamp=self.now,
-                    ),
-                    min_member=result.min_member,
-                    queue=result.queue,
-                    priority_class_name=result.priority_class_name,
-                    preemptibility=str(result.preemptibility) if result.preemptibility else None,
-                    sub_groups=tuple(
-                        SubGroup(name=s.name, min_member=s.min_member, parent=s.parent) for s in result.sub_groups
-                    ),
-                )
-                self.podgroups[pg_key] = SimPodGroup(podgroup=pg, derived=True)
-            sim.podgroup = result.name
-            sim.annotations[api_pod.POD_GROUP_ANNOTATION] = result.name
-            if result.pod_sub_group:
-                sim.labels[api_pod.SUBGROUP_LABEL] = result.pod_sub_group
-                if sim.pod.meta.labels.get(api_pod.SUBGROUP_LABEL) != result.pod_sub_group:
-                    meta = sim.pod.meta
-                    new_meta = ObjectMeta(
-                        name=meta.name,
-                        namespace=meta.namespace,
-                        uid=meta.uid,
-                        labels=dict(sim.labels),
-                        annotations=meta.annotations,
-                        owner_references=meta.owner_references,
-                        creation_timestamp=meta.creation_timestamp,
-                    )
-                    fields = {f: getattr(sim.pod, f) for f in sim.pod.__dataclass_fields__}
-                    fields["meta"] = new_meta
-                    sim.pod = Pod(**fields)
-
-    def _pod_problem(self, sim: SimPod, reason: str, message: str) -> None:
-        sim.reason, sim.message = reason, message
-        self._event("Warning", reason, f"Pod/{sim.pod.key}", message)
-
     def _event(self, type_: str, reason: str, obj: str, message: str) -> None:
         """Record an event, once per object and message (as the API server would aggregate them)."""
         if self._last_messages.get(obj + reason) == message:
@@ -453,7 +372,7 @@ class Simulation:
         self._create_due()
         self._advance_pods()
         controllers_changed = reconcile.reconcile_all(self, self.names)
-        self._group_pods()
+        grouping.group_new_pods(self)
         result = self._schedule()
         changed = self._apply(result) or controllers_changed
         self.totals.cycles += 1
