@@ -3,18 +3,32 @@
 Reads top-down: pop the best job across the queue tree; check its queue's capacity gates; open
 a statement; place the attempt's tasks (the missing gang, else one more pod); commit or discard;
 push an elastic job back to try one more pod later. Unschedulable jobs get a condition saying why.
+A job with fewer pods than its gang needs is not ready: it is skipped with a Normal NotReady event
+on its PodGroup and no condition, as KAI does.
 """
 
 from __future__ import annotations
 
 from kai.actions.common.job_order import JobsByQueue
 from kai.actions.common.placement import place_tasks
-from kai.core.decisions import JobStart
+from kai.core.decisions import Event, JobStart
 from kai.core.model import Job, TaskStatus
 from kai.core.session import Session
 from kai.core.statement import Statement
 
 UNSCHEDULABLE = "Unschedulable"
+NOT_READY = "NotReady"
+
+
+def not_ready_message(short: list[tuple[str, int, int]]) -> str:
+    """KAI's NotReady event text: the podsets still waiting for pods to be created."""
+    message = "Job is not ready for scheduling."
+    for podset, minimum, existing in short:
+        if podset in ("", "default"):
+            message += f" Waiting for {minimum} pods, currently {existing} exist."
+        else:
+            message += f" Waiting for {minimum} pods for SubGroup {podset}, currently {existing} exist."
+    return message
 
 
 def _candidates(session: Session) -> list[Job]:
@@ -24,6 +38,12 @@ def _candidates(session: Session) -> list[Job]:
             continue
         if job.problem is not None:
             session.record_condition(job, job.problem.reason, job.problem.message)
+            continue
+        short = session.not_ready(job)
+        if short:
+            session.events.append(
+                Event(type="Normal", reason=NOT_READY, object=f"PodGroup/{job.key}", message=not_ready_message(short))
+            )
             continue
         jobs.append(job)
     return jobs

@@ -273,10 +273,32 @@ class Session:
         self._attempt_cache[job.index] = (version, value)
         return value
 
+    def not_ready(self, job: Job) -> list[tuple[str, int, int]]:
+        """KAI's readiness: (podset, minimum, existing pods) for each podset with fewer pods than its minimum.
+
+        A pod exists while it is pending, placed, running or releasing. A job with such a podset (or
+        fewer pods in all than its minMember) is not tried by any action: its gang could never start.
+        """
+        exists = np.zeros(len(job.podsets), dtype=np.int64)
+        for t in job.tasks:
+            if self.snapshot.tasks[t].status <= TaskStatus.RELEASING:
+                exists[self.snapshot.tasks[t].podset] += 1
+        short = [
+            (ps.name, ps.min_available, int(exists[i]))
+            for i, ps in enumerate(job.podsets)
+            if exists[i] < ps.min_available
+        ]
+        if not short and int(exists.sum()) < job.min_member:
+            short.append((job.podsets[0].name if len(job.podsets) == 1 else "", job.min_member, int(exists.sum())))
+        return short
+
     def tasks_to_allocate(self, job: Job) -> list[Task]:
-        """The tasks of the next attempt: the whole missing gang, else one more task (elastic growth)."""
+        """The tasks of the next attempt: the whole missing gang, else one more task (elastic growth).
+
+        Nothing for a job that is not ready (see `not_ready`).
+        """
         pending = self.pending_tasks(job)
-        if not pending:
+        if not pending or self.not_ready(job):
             return []
         if self.gang_satisfied(job):
             return pending[:1]
