@@ -1,0 +1,247 @@
+"""KAI's action tests restated as kai scenario tables: compact case files in, scenario directories out.
+
+KAI's own tests (`pkg/scheduler/actions/{reclaim,preempt,consolidation,stalegangeviction}/*_test.go`
+in NVIDIA/KAI-Scheduler) describe each case as nodes, queues, jobs and expected task states. The
+files under `tests/preemption/kai_cases/` restate those facts compactly (one YAML list per KAI test
+file); `render` turns one case into the manifests.yaml + expect.yaml pair that `kai sim` and
+`check-sim-cases` read, applying the KAI harness defaults:
+
+* nodes: 20 CPU, 20G memory, GPU memory 100 units (label `nvidia.com/gpu.memory: "100"`);
+* queues: CPU and memory quota/limit -1, GPU limit 0 means unlimited, GPU overQuotaWeight 0 unless
+  set, created in list order; without departments every queue hangs under `default` (GPU quota and
+  limit -1; KAI's weight -1 is written as 1, which the CRD accepts and which has no effect since
+  `default` has no siblings); a department's GPU weight is its deserved GPUs;
+* jobs: minMember = number of tasks unless `min` is given; job age in minutes sets the creation
+  time (jobs of the same age are ordered by name, as KAI breaks ties by UID); priorities 50, 75,
+  100, 125 use KAI's default classes, other values get a PriorityClass of that value;
+* tasks: a node name means Running there, `~` means Pending.
+
+Expected states: `Running [node]` (KAI's Running or Binding), `Pipelined node`, `Releasing [node]`,
+`Pending`, per job (all its pods) or per pod (`<job>-<i>`).
+
+A case with a `pending` reason is one where kai still differs from KAI; it is kept with the reason
+and not written out. Run `python -m tests.preemption.kai_port` to rewrite `tests/scenarios/kai-*` from the case files;
+`tests/preemption/test_kai_port.py` fails when they are out of date.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import re
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import yaml
+
+HERE = pathlib.Path(__file__).parent
+CASES_DIR = HERE / "kai_cases"
+SCENARIOS = HERE.parent / "scenarios"
+BASE = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)  # the newest creation time: the simulation's "now"
+DEFAULT_CLASSES = {50: "train", 75: "build-preemptible", 100: "build", 125: "inference"}
+STATE = re.compile(r"^(Running|Pipelined|Releasing|Pending)(?:\s+(\S+))?$")
+
+
+def _stamp(when: datetime) -> str:
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _k8s(name: str) -> str:
+    return name.replace("_", "-").lower()
+
+
+def _num(value: float) -> str:
+    return f"{value:g}"
+
+
+def _queue_doc(q: dict[str, Any], created: datetime, *, parent: str | None, weight: float) -> dict[str, Any]:
+    limit = float(q.get("limit", 0))
+    spec: dict[str, Any] = {
+        "resources": {
+            "cpu": {"quota": q.get("cpu", -1), "limit": q.get("cpuLimit", -1), "overQuotaWeight": 1},
+            "memory": {"quota": -1, "limit": -1, "overQuotaWeight": 1},
+            "gpu": {"quota": q.get("deserved", 0), "limit": -1 if limit == 0 else limit, "overQuotaWeight": weight},
+        }
+    }
+    if parent:
+        spec["parentQueue"] = parent
+    for key in ("priority", "preemptMinRuntime", "reclaimMinRuntime"):
+        if key in q:
+            spec[key] = q[key]
+    return {
+        "apiVersion": "scheduling.run.ai/v2",
+        "kind": "Queue",
+        "metadata": {"name": _k8s(q["name"]), "creationTimestamp": _stamp(created)},
+        "spec": spec,
+    }
+
+
+def _pod_doc(job: dict[str, Any], index: int, task: Any, created: datetime) -> dict[str, Any]:
+    task = {"node": task} if not isinstance(task, dict) else task
+    name = f"{_k8s(job['name'])}-{index}"
+    gpus = float(task.get("gpus", job.get("gpus", 0)))
+    requests: dict[str, Any] = {}
+    limits: dict[str, Any] = {}
+    annotations = {"pod-group-name": _k8s(job["name"])}
+    labels: dict[str, str] = {}
+    if "cpu" in job:
+        requests["cpu"] = f"{int(job['cpu'])}m"
+    if "memory" in job:
+        requests["memory"] = str(job["memory"])
+    if "gpuMemory" in job:
+        annotations["gpu-memory"] = str(job["gpuMemory"])
+    elif 0 < gpus < 1:
+        annotations["gpu-fraction"] = _num(gpus)
+    elif gpus >= 1:
+        limits["nvidia.com/gpu"] = _num(gpus)
+    if "subgroup" in task:
+        labels["kai.scheduler/subgroup-name"] = task["subgroup"]
+    node = task.get("node")
+    if node and "gpuGroup" in task:
+        labels["runai-gpu-group"] = task["gpuGroup"]
+    elif node and ("gpuMemory" in job or 0 < gpus < 1):
+        labels["runai-gpu-group"] = f"{_k8s(job['name'])}-{index}"
+    container: dict[str, Any] = {"name": "main", "image": "busybox", "resources": {}}
+    if requests:
+        container["resources"]["requests"] = requests
+    if limits:
+        container["resources"]["limits"] = limits
+    meta: dict[str, Any] = {"name": name, "namespace": "default", "annotations": annotations}
+    if labels:
+        meta["labels"] = labels
+    meta["creationTimestamp"] = _stamp(created)
+    doc: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": meta,
+        "spec": {"schedulerName": "kai-scheduler", "containers": [container]},
+    }
+    if node:
+        doc["spec"]["nodeName"] = node
+        doc["status"] = {"phase": "Running"}
+    return doc
+
+
+def _expect_pod(state: str) -> dict[str, Any]:
+    m = STATE.match(state)
+    if m is None:
+        raise ValueError(f"bad expected state {state!r}")
+    phase, node = m.group(1), m.group(2)
+    out: dict[str, Any] = {"phase": phase}
+    if node and phase == "Pipelined":
+        out["nominatedNode"] = node
+    elif node:
+        out["node"] = node
+    return out
+
+
+def render(case: dict[str, Any], *, area: str) -> tuple[str, str, str]:
+    """(directory name, manifests.yaml text, expect.yaml text) for one case."""
+    title = f"KAI {case['file']}: \"{case['kai']}\""
+    notes = [title, *(case.get("note", "").split("\n") if case.get("note") else [])]
+    header = "".join(f"# {line}\n" for line in notes if line)
+    docs: list[dict[str, Any]] = []
+    for name, node in case["nodes"].items():
+        node = node or {}
+        labels = {"kubernetes.io/hostname": name, **node.get("labels", {})}
+        gpus = node.get("gpus", 0)
+        if gpus:
+            labels["nvidia.com/gpu.memory"] = "100"
+        allocatable = {
+            "cpu": f"{int(node.get('cpu', 20000))}m",
+            "memory": str(node.get("memory", "20G")),
+            "nvidia.com/gpu": str(gpus),
+            "pods": str(node.get("pods", 110)),
+        }
+        meta = {"name": name, "labels": labels, "creationTimestamp": _stamp(BASE)}
+        docs.append({"apiVersion": "v1", "kind": "Node", "metadata": meta,
+                     "status": {"allocatable": allocatable}})
+    queue_time = BASE - timedelta(days=1)
+    departments = case.get("departments") or []
+    if not departments:
+        docs.append(_queue_doc({"name": "default", "deserved": -1, "limit": -1}, queue_time, parent=None, weight=1))
+    for i, d in enumerate(departments):
+        docs.append(_queue_doc(d, queue_time + timedelta(seconds=i), parent=None, weight=d.get("deserved", 0)))
+    for i, q in enumerate(case["queues"]):
+        parent = q.get("parent") or ("default" if not departments else None)
+        created = queue_time + timedelta(seconds=100 + i)
+        docs.append(_queue_doc(q, created, parent=_k8s(parent) if parent else None, weight=q.get("weight", 0)))
+    classes = sorted({int(j.get("priority", 50)) for j in case["jobs"]} - set(DEFAULT_CLASSES))
+    for value in classes:
+        docs.append({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                     "metadata": {"name": f"priority-{value}"}, "value": value})
+    order = sorted(case["jobs"], key=lambda j: (-float(j.get("age", 0)), j["name"]))
+    rank = {j["name"]: i for i, j in enumerate(order)}
+    for job in case["jobs"]:
+        age = timedelta(minutes=float(job.get("age", 0)))
+        created = BASE - age - timedelta(seconds=len(order) - rank[job["name"]])
+        priority = int(job.get("priority", 50))
+        pg_meta: dict[str, Any] = {"name": _k8s(job["name"]), "namespace": "default",
+                                   "creationTimestamp": _stamp(created)}
+        annotations = {}
+        if "startedMinutesAgo" in job:
+            started = BASE - timedelta(minutes=job["startedMinutesAgo"])
+            annotations["kai.scheduler/last-start-timestamp"] = _stamp(started)
+        if "staleSeconds" in job:
+            stale = BASE - timedelta(seconds=job["staleSeconds"])
+            annotations["kai.scheduler/stale-podgroup-timestamp"] = _stamp(stale)
+        if annotations:
+            pg_meta["annotations"] = annotations
+        spec: dict[str, Any] = {
+            "minMember": int(job.get("min", len(job["tasks"]))),
+            "queue": _k8s(job["queue"]),
+            "priorityClassName": DEFAULT_CLASSES.get(priority, f"priority-{priority}"),
+        }
+        if "preemptible" in job:
+            spec["preemptibility"] = "preemptible" if job["preemptible"] else "non-preemptible"
+        if "subgroups" in job:
+            spec["subGroups"] = [{"name": n, "minMember": m} for n, m in job["subgroups"].items()]
+        docs.append(
+            {"apiVersion": "scheduling.run.ai/v2alpha2", "kind": "PodGroup", "metadata": pg_meta, "spec": spec}
+        )
+        for i, task in enumerate(job["tasks"]):
+            docs.append(_pod_doc(job, i, task, created))
+    manifests = header + yaml.safe_dump_all(docs, sort_keys=False)
+
+    pods: dict[str, Any] = {}
+    for job in case["jobs"]:
+        for i in range(len(job["tasks"])):
+            pod = f"{_k8s(job['name'])}-{i}"
+            state = case["expect"].get(pod, case["expect"].get(job["name"]))
+            if state is not None:
+                pods[f"default/{pod}"] = _expect_pod(state)
+    expect: dict[str, Any] = {"cycles": int(case.get("cycles", 1)), "actions": case.get("actions", [area])}
+    if case.get("config"):
+        expect["config"] = case["config"]
+    expect["pods"] = pods
+    name = f"kai-{area}-{case['name']}"
+    return name, manifests, header + yaml.safe_dump(expect, sort_keys=False)
+
+
+def all_cases() -> list[tuple[str, str, str]]:
+    out = []
+    for path in sorted(CASES_DIR.glob("*.yaml")):
+        area = path.stem.split("_")[0]
+        for case in yaml.safe_load(path.read_text()) or []:
+            if not case.get("pending"):
+                out.append(render(case, area=area))
+    names = [n for n, _, _ in out]
+    dupes = {n for n in names if names.count(n) > 1}
+    if dupes:
+        raise ValueError(f"duplicate case names: {sorted(dupes)}")
+    return out
+
+
+def write() -> list[str]:
+    written = []
+    for name, manifests, expect in all_cases():
+        target = SCENARIOS / name
+        target.mkdir(exist_ok=True)
+        (target / "manifests.yaml").write_text(manifests)
+        (target / "expect.yaml").write_text(expect)
+        written.append(name)
+    return written
+
+
+if __name__ == "__main__":
+    for written in write():
+        print(written)
