@@ -82,13 +82,17 @@ def nominated_scores(session: Session, task: Task, candidates: BoolVector) -> Ve
 
 
 class SharedGpuOrder:
-    """gpupack/gpuspread at the node level: prefer a node with a shared device the fraction fits on now.
+    """gpupack/gpuspread at the node level.
 
-    The device inside the node is the fit's own choice (fullest shared device first for binpack,
-    idle devices first for spread; see `kai.core.gpu_devices.choose_devices`).
+    With bin-pack, a node with a shared device the fraction fits on is preferred (KAI's
+    gpusharingorder, +1000); with spread there is no such preference, as KAI enables that score only
+    for bin-pack. The device inside the node is the fit's own choice (fullest shared device first
+    for bin-pack, idle devices first for spread; see `kai.core.gpu_devices.choose_devices`).
     """
 
     def node_bonus(self, session: Session, task: Task, fit: Fit) -> Vector:
+        if session.config.gpu_device_policy == "spread":
+            return np.zeros(session.snapshot.nodes.count)
         return np.where(fit.shares_existing, SHARED_GPU_FITS, 0.0)
 
     def devices(self, session: Session, task: Task, node: int, fit: Fit) -> DeviceChoice | None:
