@@ -17,7 +17,10 @@ file); `render` turns one case into the manifests.yaml + expect.yaml pair that `
 * tasks: a node name means Running there, `~` means Pending.
 
 Expected states: `Running [node]` (KAI's Running or Binding), `Pipelined node`, `Releasing [node]`,
-`Pending`, per job (all its pods) or per pod (`<job>-<i>`).
+`Pending`, `Moved node`, per job (all its pods) or per pod (`<job>-<i>`). `Moved node` is a running
+victim KAI's harness shows Pipelined on `node` (re-placed there); kai's simulator reports a moved
+pod as Releasing on its old node (sim contract), so the expectation is Releasing on the node the
+pod runs on, and `test_kai_port` checks that its eviction event names `node` as the destination.
 
 A case with a `pending` reason is one where kai still differs from KAI; it is kept with the reason
 and not written out. Run `python -m tests.preemption.kai_port` to rewrite `tests/scenarios/kai-*` from the case files;
@@ -38,7 +41,7 @@ CASES_DIR = HERE / "kai_cases"
 SCENARIOS = HERE.parent / "scenarios"
 BASE = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)  # the newest creation time: the simulation's "now"
 DEFAULT_CLASSES = {50: "train", 75: "build-preemptible", 100: "build", 125: "inference"}
-STATE = re.compile(r"^(Running|Pipelined|Releasing|Pending)(?:\s+(\S+))?$")
+STATE = re.compile(r"^(Running|Pipelined|Releasing|Pending|Moved)(?:\s+(\S+))?$")
 
 
 def _stamp(when: datetime) -> str:
@@ -121,11 +124,15 @@ def _pod_doc(job: dict[str, Any], index: int, task: Any, created: datetime) -> d
     return doc
 
 
-def _expect_pod(state: str) -> dict[str, Any]:
+def _expect_pod(state: str, *, running_on: str | None) -> dict[str, Any]:
     m = STATE.match(state)
     if m is None:
         raise ValueError(f"bad expected state {state!r}")
     phase, node = m.group(1), m.group(2)
+    if phase == "Moved":
+        if node is None or running_on is None:
+            raise ValueError(f"{state!r} needs a destination node and a running pod")
+        phase, node = "Releasing", running_on
     out: dict[str, Any] = {"phase": phase}
     if node and phase == "Pipelined":
         out["nominatedNode"] = node
@@ -208,7 +215,7 @@ def render(case: dict[str, Any], *, area: str) -> tuple[str, str, str]:
             pod = f"{_k8s(job['name'])}-{i}"
             state = case["expect"].get(pod, case["expect"].get(job["name"]))
             if state is not None:
-                pods[f"default/{pod}"] = _expect_pod(state)
+                pods[f"default/{pod}"] = _expect_pod(state, running_on=_running_node(job["tasks"][i]))
     expect: dict[str, Any] = {"cycles": int(case.get("cycles", 1)), "actions": case.get("actions", [area])}
     if case.get("config"):
         expect["config"] = case["config"]
@@ -217,13 +224,36 @@ def render(case: dict[str, Any], *, area: str) -> tuple[str, str, str]:
     return name, manifests, header + yaml.safe_dump(expect, sort_keys=False)
 
 
-def all_cases() -> list[tuple[str, str, str]]:
+def _running_node(task: Any) -> str | None:
+    if isinstance(task, dict):
+        return str(task["node"]) if task.get("node") else None
+    return str(task) if task else None
+
+
+def moves(case: dict[str, Any]) -> dict[str, str]:
+    """Pods (`default/<pod>`) the case expects KAI to move, and the node each is moved to."""
+    out: dict[str, str] = {}
+    for job in case["jobs"]:
+        for i in range(len(job["tasks"])):
+            pod = f"{_k8s(job['name'])}-{i}"
+            state = str(case["expect"].get(pod, case["expect"].get(job["name"], "")))
+            m = STATE.match(state)
+            if m is not None and m.group(1) == "Moved":
+                out[f"default/{pod}"] = str(m.group(2))
+    return out
+
+
+def active_cases() -> list[tuple[str, dict[str, Any]]]:
+    """(area, case) for every case that is not pending."""
     out = []
     for path in sorted(CASES_DIR.glob("*.yaml")):
         area = path.stem.split("_")[0]
-        for case in yaml.safe_load(path.read_text()) or []:
-            if not case.get("pending"):
-                out.append(render(case, area=area))
+        out.extend((area, case) for case in yaml.safe_load(path.read_text()) or [] if not case.get("pending"))
+    return out
+
+
+def all_cases() -> list[tuple[str, str, str]]:
+    out = [render(case, area=area) for area, case in active_cases()]
     names = [n for n, _, _ in out]
     dupes = {n for n in names if names.count(n) > 1}
     if dupes:

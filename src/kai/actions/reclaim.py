@@ -3,10 +3,10 @@
 The reclaimer must pass the session's reclaim gates (its queue stays within its fair share with
 the job, and within quota if the job is not preemptible). Victims are preemptible jobs with
 running pods in other queues, the most saturated queue first, then lowest priority, then newest;
-queues whose jobs no validator would let go are skipped up front, and recently started jobs are
-protected by `reclaimMinRuntime`. Each scenario is judged by the reclaim validators (KAI's
-strategies and saturation check, see `kai.plugins.proportion.reclaimable`); victims that are only
-moved elsewhere do not count as reclaimed.
+recently started jobs are protected by `reclaimMinRuntime`. Each scenario is judged by the reclaim
+validators (KAI's strategies and saturation check, see `kai.plugins.proportion.reclaimable`);
+victims that are only moved elsewhere do not count as reclaimed, so even a queue that may not lose
+anything can lend victims that are moved to another node.
 """
 
 from __future__ import annotations
@@ -75,7 +75,9 @@ class ReclaimAction:
             if not all(gate(session, job, request) for gate in session.reclaim_gates):
                 return False
             queues = session.snapshot.queues
-            # queues no validator would let lose anything are skipped (cached until something changes)
+            # Queues no validator would let lose anything can still lend victims that are only moved
+            # (KAI's allowConsolidatingReclaim): they stay in the search. If none is open and even a
+            # scenario without losses is refused, nothing can work (cached until something changes).
             changes = len(session.evictions) + len(session.placements)
             cache_key = (job.queue, job.preemptible, request.tobytes(), changes)
             open_queues = open_cache.get(cache_key)
@@ -86,10 +88,11 @@ class ReclaimAction:
                     if q != job.queue and validators_accept(job, request, {q: [zero]}) is None
                 ]
                 open_cache[cache_key] = open_queues
-            if not open_queues:
+            if not open_queues and validators_accept(job, request, {}) is not None:
                 return False
             ranked = sorted(
-                open_queues, key=lambda q: (queues[q].priority, -saturation(session, q), -queues[q].age_rank, q)
+                (q for q in pool.queues if q != job.queue),
+                key=lambda q: (queues[q].priority, -saturation(session, q), -queues[q].age_rank, q),
             )
             base_alloc = session.queue_allocated.copy()
             base_alloc_np = session.queue_allocated_np.copy()
