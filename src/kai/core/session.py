@@ -92,6 +92,8 @@ class Session:
     * `job_keys`: sort keys, concatenated in registration order; the job's uid ends every key.
     * `capacity_checks`: the first non-None condition rejects the job attempt.
     * `queue_compare`: exactly one provider (the proportion plugin); registering a second is an error.
+    * `gpu_policy`: exactly one provider (gpupack/gpuspread in node order, or fragmentation): its
+      node bonus is added to the scores and it may choose the shared devices on the chosen node.
     * `victim_guards`: a victim is protected if any guard says so.
     * `reclaim_gates`: a job may reclaim only if every gate agrees.
     * `reclaim_validators`: a reclaim scenario is accepted only if every validator returns None.
