@@ -1,16 +1,17 @@
 """The victim search shared by preempt, reclaim and consolidation (KAI's JobSolver).
 
-Victim units (see `kai.actions.common.victims`) are added one at a time, in victim order. After
-each addition, inside the statement and behind a checkpoint, the scenario is simulated: the
-victims so far are evicted, the preemptor's attempt is placed (pipelined onto the resources being
-released where needed), then every victim is re-placed if it can be: back on its own node (it was
-not needed and stays), or elsewhere (it is moved: evicted, and pipelined on its new node). The
-action's validator judges the scenario; the first valid one wins. It is then replayed cleanly so
-that victims which could stay are not evicted at all, and every eviction carries its message.
-
-The search stays cheap: units on nodes the preemptor cannot use are skipped, a placement is only
-simulated when the nodes the preemptor can use hold enough GPUs in total (idle plus releasing),
-and after a failed placement only when the newest victim frees a node that fits a preemptor pod.
+Victim units (see `kai.actions.common.victims`) are added one at a time, in victim order, and
+only counted at first: per node, what the victims taken so far would free, and how many preemptor
+pods (per pod shape) each node could then hold. A scenario is simulated, inside the statement,
+only when the newest victim makes room for one more preemptor pod and the nodes could then hold
+every pod. The simulation evicts the victims on nodes where they make room (as KAI builds its
+scenarios per node, pruning nodes that cannot host the preemptor even with their victims gone),
+places the preemptor's attempt (pipelined onto the resources being released where needed), keeps
+only the victims on the nodes it used, then re-places every one of them if it can be: back on its
+own node (it was not needed and stays), or elsewhere (it is moved: evicted, and pipelined on its
+new node). The action's validator judges the scenario; the first valid one wins. It is then
+replayed cleanly so that victims which could stay are not evicted at all, and every eviction
+carries its message. Between scenarios the statement is back where it started.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from kai.core.session import Session
 from kai.core.statement import Statement
 
 EPS = 1e-9
+UNBOUNDED = 1 << 20  # pods of a shape that asks for nothing
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -60,17 +62,19 @@ def _mask(session: Session, tasks: Sequence[Task]) -> BoolVector:
     return mask
 
 
-def _free_gpus(session: Session, mask: BoolVector) -> float:
-    """GPUs idle or being released on the nodes the preemptor may use."""
-    return float(
-        np.maximum(session.idle[mask, GPU], 0.0).sum() + np.maximum(session.releasing[mask, GPU], 0.0).sum()
-    )
+def _shapes(tasks: Sequence[Task]) -> tuple[np.ndarray, np.ndarray]:
+    """The preemptor's distinct pod requests [S, R] and how many pods ask for each [S]."""
+    requests = np.array([t.request for t in tasks], dtype=np.float64).reshape(len(tasks), -1)
+    shapes, counts = np.unique(requests, axis=0, return_counts=True)
+    return shapes, counts
 
 
-def _fits_on(session: Session, nodes: list[int], requests: np.ndarray) -> bool:
-    """Does some preemptor pod fit on one of these nodes once everything releasing is gone?"""
-    future = session.idle[nodes] + session.releasing[nodes]
-    return bool(np.any(np.all(future[:, None, :] >= requests[None, :, :] - EPS, axis=2)))
+def _capacity(free: np.ndarray, shapes: np.ndarray) -> np.ndarray:
+    """How many pods of each shape fit on each node's free resources, ignoring the others [S, n]."""
+    asked = shapes > EPS
+    per = np.where(asked[:, None, :], (free[None, :, :] + EPS) / np.where(asked, shapes, 1.0)[:, None, :], np.inf)
+    cap = np.floor(per.min(axis=2))
+    return np.where(np.isfinite(cap), cap, float(UNBOUNDED))
 
 
 class _Search:
@@ -152,46 +156,76 @@ def solve(
     search = _Search(session, stmt, preemptor=preemptor, tasks=tasks, replace_victims=replace_victims)
     start = stmt.checkpoint()
     mask = _mask(session, tasks)
-    requests = np.array([t.request for t in tasks], dtype=np.float64)
-    need_gpus = float(requests[:, GPU].sum()) if len(tasks) else 0.0
-    room = _free_gpus(session, mask)
+    shapes, counts = _shapes(tasks)
+    base = session.idle + session.releasing
+    freed = np.zeros_like(base)
+    cap_base = np.where(mask[None, :], _capacity(base, shapes), 0.0)
+    cap = cap_base.copy()
     taken: list[VictimUnit] = []
     victim_tasks = 0
-    placement_failed = False
     for unit in units:
         nodes = sorted({int(session.node[t]) for t in unit.tasks})
         if not mask[nodes].any():
             continue
         if max_victim_tasks and victim_tasks + len(unit.tasks) > max_victim_tasks:
             break
-        for t in unit.tasks:
-            stmt.evict(session.task(t), preemptor=preemptor.key, message="")
         taken.append(unit)
         victim_tasks += len(unit.tasks)
-        if room < need_gpus - EPS:
-            if any(session.task(t).is_shared_gpu for t in unit.tasks):
-                # a shared device frees a whole GPU only once all its holders leave: recount
-                room = _free_gpus(session, mask)
-            else:
-                room += sum(float(session.task(t).request[GPU]) for t in unit.tasks if mask[int(session.node[t])])
-            if room < need_gpus - EPS:
-                continue
-        if placement_failed and not _fits_on(session, nodes, requests):
+        for t in unit.tasks:
+            task = session.task(t)
+            freed[int(session.node[t])] += task.request
+            if task.is_shared_gpu:
+                # at most its devices come free (only once every holder leaves): an upper bound
+                freed[int(session.node[t]), GPU] += float(max(1, task.gpu_devices))
+        grown = np.where(mask[None, nodes], _capacity(base[nodes] + freed[nodes], shapes), 0.0)
+        grew = bool(np.any(grown > cap[:, nodes]))
+        cap[:, nodes] = grown
+        # simulate only when this victim makes room for one more preemptor pod somewhere, and the
+        # nodes could then hold every pod (each shape counted on its own: a necessary condition)
+        if not grew or bool(np.any(cap.sum(axis=1) < counts)):
             continue
-        cp = stmt.checkpoint()
-        if not search.capacity_ok():
-            continue
-        if not search.place_preemptor():
-            stmt.rollback(cp)
-            placement_failed = True
-            continue
-        lost, moved, stays = search.replace(taken)
-        scenario = Scenario(preemptor=preemptor, tasks=tuple(t.index for t in tasks), lost=tuple(lost), moved=moved)
-        if validate(scenario):
-            return _replay(search, start, taken, scenario, stays, validate, message)
-        stmt.rollback(cp)
+        useful = np.any(cap > cap_base, axis=0)
+        candidates = [u for u in taken if any(useful[int(session.node[t])] for t in u.tasks)]
+        found = _try(search, start, candidates, validate)
+        if found is not None:
+            return _replay(search, start, found[2], found[0], found[1], validate, message)
     stmt.rollback(start)
     return None
+
+
+def _evict(search: _Search, units: Sequence[VictimUnit]) -> None:
+    for unit in units:
+        for t in unit.tasks:
+            search.stmt.evict(search.session.task(t), preemptor=search.preemptor.key, message="")
+
+
+def _try(
+    search: _Search, start: int, units: list[VictimUnit], validate: Validator
+) -> tuple[Scenario, set[int], list[VictimUnit]] | None:
+    """Evict `units`, place the preemptor, keep only the victims on nodes it uses, re-place them, validate.
+
+    Returns (scenario, tasks that stay, units evicted) or None; the statement is back at `start` either way.
+    """
+    session, stmt = search.session, search.stmt
+    _evict(search, units)
+    if not search.capacity_ok() or not search.place_preemptor():
+        stmt.rollback(start)
+        return None
+    touched = {int(session.node[t.index]) for t in search.tasks}
+    needed = [u for u in units if any(int(session.node[t]) in touched for t in u.tasks)]
+    if len(needed) < len(units):
+        # victims on nodes the preemptor does not use are not needed: simulate without them
+        stmt.rollback(start)
+        _evict(search, needed)
+        if not search.capacity_ok() or not search.place_preemptor():
+            stmt.rollback(start)
+            return None
+    lost, moved, stays = search.replace(needed)
+    tasks = tuple(t.index for t in search.tasks)
+    scenario = Scenario(preemptor=search.preemptor, tasks=tasks, lost=tuple(lost), moved=moved)
+    ok = validate(scenario)
+    stmt.rollback(start)
+    return (scenario, stays, needed) if ok else None
 
 
 def _replay(
