@@ -30,15 +30,10 @@ STS_POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
 STS_POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
 
 
-class DeploymentController:
+class DeploymentController(objects.GuardedController):
     """apps/v1 Deployment: creates the ReplicaSet of the current template."""
 
     kind = "Deployment"
-
-    def reconcile(
-        self, *, owner: model.Obj, children: Sequence[model.Obj], names: model.NameSource
-    ) -> model.Reconciliation:
-        return objects.guarded(owner, lambda: self._reconcile(owner, children, names))
 
     def _reconcile(
         self, owner: model.Obj, children: Sequence[model.Obj], names_: model.NameSource
@@ -83,15 +78,10 @@ class DeploymentController:
         return model.Reconciliation(create=(rs,))
 
 
-class ReplicaSetController:
+class ReplicaSetController(objects.GuardedController):
     """apps/v1 ReplicaSet: keeps `spec.replicas` active pods."""
 
     kind = "ReplicaSet"
-
-    def reconcile(
-        self, *, owner: model.Obj, children: Sequence[model.Obj], names: model.NameSource
-    ) -> model.Reconciliation:
-        return objects.guarded(owner, lambda: self._reconcile(owner, children, names))
 
     def _reconcile(
         self, owner: model.Obj, children: Sequence[model.Obj], names_: model.NameSource
@@ -149,15 +139,10 @@ def _deletion_order(pods: Sequence[model.Obj]) -> list[model.Obj]:
     return sorted(newest_first, key=rank)
 
 
-class StatefulSetController:
+class StatefulSetController(objects.GuardedController):
     """apps/v1 StatefulSet: pods with stable names `<sts>-<ordinal>`."""
 
     kind = "StatefulSet"
-
-    def reconcile(
-        self, *, owner: model.Obj, children: Sequence[model.Obj], names: model.NameSource
-    ) -> model.Reconciliation:
-        return objects.guarded(owner, lambda: self._reconcile(owner, children, names))
 
     def _reconcile(
         self, owner: model.Obj, children: Sequence[model.Obj], names_: model.NameSource

@@ -39,15 +39,10 @@ COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 CRONJOB_SCHEDULED = "batch.kubernetes.io/cronjob-scheduled-timestamp"
 
 
-class JobController:
+class JobController(objects.GuardedController):
     """batch/v1 Job."""
 
     kind = "Job"
-
-    def reconcile(
-        self, *, owner: model.Obj, children: Sequence[model.Obj], names: model.NameSource
-    ) -> model.Reconciliation:
-        return objects.guarded(owner, lambda: self._reconcile(owner, children, names))
 
     def _reconcile(
         self, owner: model.Obj, children: Sequence[model.Obj], names_: model.NameSource
@@ -305,15 +300,10 @@ def _event(owner: model.Obj, type_: str, reason: str, message: str) -> model.Eve
     )
 
 
-class CronJobController:
+class CronJobController(objects.GuardedController):
     """batch/v1 CronJob: one run, at creation (see the module docstring)."""
 
     kind = "CronJob"
-
-    def reconcile(
-        self, *, owner: model.Obj, children: Sequence[model.Obj], names: model.NameSource
-    ) -> model.Reconciliation:
-        return objects.guarded(owner, lambda: self._reconcile(owner, children, names))
 
     def _reconcile(
         self, owner: model.Obj, children: Sequence[model.Obj], names_: model.NameSource

@@ -49,15 +49,10 @@ class _ReplicatedJob:
     pods_per_job: int
 
 
-class JobSetController:
+class JobSetController(objects.GuardedController):
     """jobset.x-k8s.io/v1alpha2 JobSet: its child Jobs."""
 
     kind = "JobSet"
-
-    def reconcile(
-        self, *, owner: model.Obj, children: Sequence[model.Obj], names: model.NameSource
-    ) -> model.Reconciliation:
-        return objects.guarded(owner, lambda: self._reconcile(owner, children, names))
 
     def _reconcile(
         self, owner: model.Obj, children: Sequence[model.Obj], names_: model.NameSource

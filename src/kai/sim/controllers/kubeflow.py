@@ -189,20 +189,12 @@ def _master_role(kind: _Kind, replicas: Sequence[_Replica], type_name: str, inde
     return kind.worker_zero_is_master and type_name == "Worker" and index == 0
 
 
-class TrainingJobController:
+class TrainingJobController(objects.GuardedController):
     """A kubeflow.org/v1 training job (PyTorchJob, TFJob, XGBoostJob, JAXJob, MPIJob v1)."""
 
     def __init__(self, job_kind: _Kind) -> None:
         self._job = job_kind
-
-    @property
-    def kind(self) -> str:
-        return self._job.kind
-
-    def reconcile(
-        self, *, owner: model.Obj, children: Sequence[model.Obj], names: model.NameSource
-    ) -> model.Reconciliation:
-        return objects.guarded(owner, lambda: self._reconcile(owner, children, names))
+        self.kind = job_kind.kind
 
     def _reconcile(
         self, owner: model.Obj, children: Sequence[model.Obj], names_: model.NameSource
@@ -404,15 +396,10 @@ def job_event(owner: model.Obj, type_: str, reason: str, message: str) -> model.
     )
 
 
-class NotebookController:
+class NotebookController(objects.GuardedController):
     """kubeflow.org/v1beta1 Notebook: one StatefulSet of one pod."""
 
     kind = "Notebook"
-
-    def reconcile(
-        self, *, owner: model.Obj, children: Sequence[model.Obj], names: model.NameSource
-    ) -> model.Reconciliation:
-        return objects.guarded(owner, lambda: self._reconcile(owner, children, names))
 
     def _reconcile(
         self, owner: model.Obj, children: Sequence[model.Obj], names_: model.NameSource

@@ -56,15 +56,10 @@ _STARTUP_POLICIES = ("LeaderCreated", "LeaderReady")
 _SUBDOMAIN_POLICIES = ("Shared", "UniquePerReplica")
 
 
-class LeaderWorkerSetController:
+class LeaderWorkerSetController(objects.GuardedController):
     """leaderworkerset.x-k8s.io/v1 LeaderWorkerSet: creates the leader StatefulSet."""
 
     kind = "LeaderWorkerSet"
-
-    def reconcile(
-        self, *, owner: model.Obj, children: Sequence[model.Obj], names: model.NameSource
-    ) -> model.Reconciliation:
-        return objects.guarded(owner, lambda: self._reconcile(owner, children, names))
 
     def _reconcile(
         self, owner: model.Obj, children: Sequence[model.Obj], names_: model.NameSource

@@ -8,6 +8,7 @@ malformed-input surprise) into a `SpecError` value so that no exception leaves a
 
 from __future__ import annotations
 
+import abc
 import copy
 import enum
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -405,6 +406,23 @@ def status_change(owner: model.Obj, new_status: Mapping[str, Any]) -> model.Obj 
 
 # ---------------------------------------------------------------------------------------------
 # Error guard
+
+
+class GuardedController(abc.ABC):
+    """Base of the emulated controllers: `reconcile` runs the kind's `_reconcile` under `guarded`,
+    so a malformed spec always comes back as `Reconciliation.errors` (the `model.Controller` contract)."""
+
+    kind: str
+
+    def reconcile(
+        self, *, owner: model.Obj, children: Sequence[model.Obj], names: model.NameSource
+    ) -> model.Reconciliation:
+        return guarded(owner, lambda: self._reconcile(owner, children, names))
+
+    @abc.abstractmethod
+    def _reconcile(
+        self, owner: model.Obj, children: Sequence[model.Obj], names_: model.NameSource
+    ) -> model.Reconciliation: ...
 
 
 def guarded(owner: model.Obj, body: Callable[[], model.Reconciliation]) -> model.Reconciliation:

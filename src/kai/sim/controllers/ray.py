@@ -167,15 +167,10 @@ def _generate_name(prefix: str, node_type: str) -> str:
     return f"{prefix[:50]}-{node_type}-".lower()
 
 
-class RayClusterController:
+class RayClusterController(objects.GuardedController):
     """ray.io/v1 RayCluster: the head pod and the worker groups' pods."""
 
     kind = "RayCluster"
-
-    def reconcile(
-        self, *, owner: model.Obj, children: Sequence[model.Obj], names: model.NameSource
-    ) -> model.Reconciliation:
-        return objects.guarded(owner, lambda: self._reconcile(owner, children, names))
 
     def _reconcile(
         self, owner: model.Obj, children: Sequence[model.Obj], names_: model.NameSource

@@ -88,15 +88,10 @@ def default_submitter_container(cluster_spec: Mapping[str, Any]) -> dict[str, An
     }
 
 
-class RayJobController:
+class RayJobController(objects.GuardedController):
     """ray.io/v1 RayJob: its RayCluster, then (K8sJobMode) the submitter Job."""
 
     kind = "RayJob"
-
-    def reconcile(
-        self, *, owner: model.Obj, children: Sequence[model.Obj], names: model.NameSource
-    ) -> model.Reconciliation:
-        return objects.guarded(owner, lambda: self._reconcile(owner, children, names))
 
     def _reconcile(
         self, owner: model.Obj, children: Sequence[model.Obj], names_: model.NameSource
@@ -304,15 +299,10 @@ class RayJobController:
         )
 
 
-class RayServiceController:
+class RayServiceController(objects.GuardedController):
     """ray.io/v1 RayService: keeps one serving RayCluster."""
 
     kind = "RayService"
-
-    def reconcile(
-        self, *, owner: model.Obj, children: Sequence[model.Obj], names: model.NameSource
-    ) -> model.Reconciliation:
-        return objects.guarded(owner, lambda: self._reconcile(owner, children, names))
 
     def _reconcile(
         self, owner: model.Obj, children: Sequence[model.Obj], names_: model.NameSource
