@@ -137,7 +137,7 @@ class JobController(objects.GuardedController):
         elif failed > backoff_limit:
             message = "Job has reached the specified backoff limit"
             conditions.append(objects.condition("Failed", reason="BackoffLimitExceeded", message=message))
-            events.append(_event(owner, "Warning", "BackoffLimitExceeded", message))
+            events.append(objects.owner_event(owner, "Warning", "BackoffLimitExceeded", message))
             stop_active()
         elif complete_now():
             conditions.append(
@@ -147,7 +147,7 @@ class JobController(objects.GuardedController):
                     message="Reached expected number of succeeded pods",
                 )
             )
-            events.append(_event(owner, "Normal", "Completed", "Job completed"))
+            events.append(objects.owner_event(owner, "Normal", "Completed", "Job completed"))
             stop_active()
         elif suspend:
             conditions.append(objects.condition("Suspended", reason="JobSuspended", message="Job suspended"))
@@ -287,17 +287,6 @@ def _format_indexes(indexes: Iterable[int]) -> str:
 
 def _range_text(start: int, end: int | None) -> str:
     return str(start) if end is None or end == start else f"{start}-{end}"
-
-
-def _event(owner: model.Obj, type_: str, reason: str, message: str) -> model.Event:
-    return model.Event(
-        type=type_,
-        reason=reason,
-        message=message,
-        kind=objects.kind_of(owner),
-        namespace=objects.namespace_of(owner),
-        name=objects.name_of(owner),
-    )
 
 
 class CronJobController(objects.GuardedController):

@@ -130,20 +130,22 @@ class JobSetController(objects.GuardedController):
             if failed and restarts < max_restarts:
                 restarts += 1
                 deletes.extend(objects.ref_to(job) for job in current)
-                events.append(_event(owner, "Warning", "Restarting", f"restarting the JobSet (attempt {restarts})"))
+                events.append(
+                    objects.owner_event(owner, "Warning", "Restarting", f"restarting the JobSet (attempt {restarts})")
+                )
             elif failed:
                 message = (
                     f"jobset failed: job {objects.name_of(failed[0])} failed "
                     f"and maxRestarts ({max_restarts}) is reached"
                 )
                 conditions.append(objects.condition("Failed", reason="FailedJobs", message=message))
-                events.append(_event(owner, "Warning", "FailedJobs", message))
+                events.append(objects.owner_event(owner, "Warning", "FailedJobs", message))
             # 3. The success policy completes it.
             elif (operator == "All" and expected and len(succeeded) >= expected) or (operator == "Any" and succeeded):
                 conditions.append(
                     objects.condition("Completed", reason="AllJobsCompleted", message="jobset completed successfully")
                 )
-                events.append(_event(owner, "Normal", "AllJobsCompleted", "jobset completed successfully"))
+                events.append(objects.owner_event(owner, "Normal", "AllJobsCompleted", "jobset completed successfully"))
             # 4. Otherwise create the missing Jobs (in order under InOrder).
             else:
                 taken = {objects.name_of(job) for job in jobs}
@@ -320,14 +322,3 @@ def _rjob_status(rjob: _ReplicatedJob, jobs: Sequence[model.Obj]) -> dict[str, A
             if _started(job, rjob.pods_per_job):
                 counts["ready"] += 1
     return {"name": rjob.name, **counts}
-
-
-def _event(owner: model.Obj, type_: str, reason: str, message: str) -> model.Event:
-    return model.Event(
-        type=type_,
-        reason=reason,
-        message=message,
-        kind=objects.kind_of(owner),
-        namespace=objects.namespace_of(owner),
-        name=objects.name_of(owner),
-    )

@@ -255,11 +255,11 @@ class TrainingJobController(objects.GuardedController):
         if outcome == "Failed":
             message = f"{job.kind} {name} has failed"
             conditions.append(objects.condition("Failed", reason=f"{job.kind}Failed", message=message))
-            events.append(job_event(owner, "Warning", f"{job.kind}Failed", message))
+            events.append(objects.owner_event(owner, "Warning", f"{job.kind}Failed", message))
         elif outcome == "Succeeded":
             message = f"{job.kind} {name} is successfully completed."
             conditions.append(objects.condition("Succeeded", reason=f"{job.kind}Succeeded", message=message))
-            events.append(job_event(owner, "Normal", f"{job.kind}Succeeded", message))
+            events.append(objects.owner_event(owner, "Normal", f"{job.kind}Succeeded", message))
 
         # 2. Act: clean up a finished or suspended job, or restart and create pods.
         if finished or outcome:
@@ -383,17 +383,6 @@ def cleanup_pods(pods: Iterable[model.Obj], policy: str) -> list[model.ObjectRef
         elif policy == "Running" and state is objects.PodState.ACTIVE:
             result.append(objects.ref_to(pod))
     return result
-
-
-def job_event(owner: model.Obj, type_: str, reason: str, message: str) -> model.Event:
-    return model.Event(
-        type=type_,
-        reason=reason,
-        message=message,
-        kind=objects.kind_of(owner),
-        namespace=objects.namespace_of(owner),
-        name=objects.name_of(owner),
-    )
 
 
 class NotebookController(objects.GuardedController):

@@ -106,7 +106,7 @@ class MPIJobController:
             message = f"MPIJob {objects.namespace_of(owner)}/{name} {verb}."
             conditions.append(objects.condition(outcome, reason=f"MPIJob{outcome}", message=message))
             events.append(
-                kubeflow.job_event(
+                objects.owner_event(
                     owner, "Normal" if outcome == "Succeeded" else "Warning", f"MPIJob{outcome}", message
                 )
             )

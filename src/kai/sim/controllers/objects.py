@@ -408,6 +408,18 @@ def status_change(owner: model.Obj, new_status: Mapping[str, Any]) -> model.Obj 
 # Error guard
 
 
+def owner_event(owner: model.Obj, type_: str, reason: str, message: str) -> model.Event:
+    """An event a controller reports about the object it reconciles."""
+    return model.Event(
+        type=type_,
+        reason=reason,
+        message=message,
+        kind=kind_of(owner),
+        namespace=namespace_of(owner),
+        name=name_of(owner),
+    )
+
+
 class GuardedController(abc.ABC):
     """Base of the emulated controllers: `reconcile` runs the kind's `_reconcile` under `guarded`,
     so a malformed spec always comes back as `Reconciliation.errors` (the `model.Controller` contract)."""
