@@ -2,18 +2,16 @@
 
 The reclaimer must pass the session's reclaim gates (its queue stays within its fair share with
 the job, and within quota if the job is not preemptible). Victims are preemptible jobs with
-running pods in other queues, the most saturated queue first, then lowest priority, then newest;
-recently started jobs are protected by `reclaimMinRuntime`. Each scenario is judged by the reclaim
-validators (KAI's strategies and saturation check, see `kai.plugins.proportion.reclaimable`);
-victims that are only moved elsewhere do not count as reclaimed, so even a queue that may not lose
-anything can lend victims that are moved to another node.
+running pods in other queues that the reclaim victim filters let through (queues some strategy
+could take from), in KAI's victim order (`kai.actions.common.victims`); recently started jobs are
+protected by `reclaimMinRuntime`. Each scenario is judged by the reclaim validators (KAI's
+strategies and saturation check, see `kai.plugins.proportion.reclaimable`); victims that are only
+moved elsewhere do not count as reclaimed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-
-import numpy as np
 
 from kai.actions.common import preemptors
 from kai.actions.common.solver import Scenario, solve
@@ -42,58 +40,24 @@ def _n(resource: int, value: float) -> str:
     return amount(resource, value).split()[0]
 
 
-def saturation(session: Session, queue: int) -> float:
-    fair = session.fair_share[queue]
-    alloc = session.queue_allocated[queue]
-    ratios = np.where(fair > EPS, alloc / np.where(fair > EPS, fair, 1.0), np.where(alloc > EPS, np.inf, 0.0))
-    return float(ratios.max())
-
-
 class ReclaimAction:
     name = "reclaim"
 
     def execute(self, session: Session) -> None:
         pool = VictimPool(session)
-        open_cache: dict[tuple[object, ...], list[int]] = {}
-
-        def validators_accept(job: Job, request: Vector, victims: dict[int, list[Vector]]) -> str | None:
-            scenario = ReclaimScenario(
-                reclaimer=job,
-                request=request,
-                victims=victims,
-                allocated=session.queue_allocated.copy(),
-                allocated_np=session.queue_allocated_np.copy(),
-            )
-            for validator in session.reclaim_validators:
-                reason = validator(session, scenario)
-                if reason is not None:
-                    return reason
-            return None
 
         def attempt(job: Job, tasks: Sequence[Task]) -> bool:
             request = session.job_request(list(tasks))
             if not all(gate(session, job, request) for gate in session.reclaim_gates):
                 return False
             queues = session.snapshot.queues
-            # Queues no validator would let lose anything can still lend victims that are only moved
-            # (KAI's allowConsolidatingReclaim): they stay in the search. If none is open and even a
-            # scenario without losses is refused, nothing can work (cached until something changes).
-            changes = len(session.evictions) + len(session.placements)
-            cache_key = (job.queue, job.preemptible, request.tobytes(), changes)
-            open_queues = open_cache.get(cache_key)
-            if open_queues is None:
-                zero = np.zeros(3)
-                open_queues = [
-                    q for q in pool.queues
-                    if q != job.queue and validators_accept(job, request, {q: [zero]}) is None
-                ]
-                open_cache[cache_key] = open_queues
-            if not open_queues and validators_accept(job, request, {}) is not None:
+            # only queues some strategy could take from hold victims (KAI's reclaim victim filter)
+            victim_queues = [
+                q for q in pool.queues
+                if q != job.queue and all(f(session, job, request, q) for f in session.reclaim_victim_filters)
+            ]
+            if not victim_queues:
                 return False
-            ranked = sorted(
-                (q for q in pool.queues if q != job.queue),
-                key=lambda q: (queues[q].priority, -saturation(session, q), -queues[q].age_rank, q),
-            )
             base_alloc = session.queue_allocated.copy()
             base_alloc_np = session.queue_allocated_np.copy()
             base_fair = session.fair_share.copy()
@@ -137,7 +101,7 @@ class ReclaimAction:
                 preemptor=job,
                 tasks=tasks,
                 units=pool.units(
-                    ranked, is_protected=lambda victim: protected_by_guards(session, self.name, job, victim)
+                    victim_queues, is_protected=lambda victim: protected_by_guards(session, self.name, job, victim)
                 ),
                 validate=validate,
                 message=message,

@@ -47,6 +47,7 @@ class GpuPolicy(Protocol):
 VictimGuardFn = Callable[["Session", str, Job, Job], bool]
 ReclaimGateFn = Callable[["Session", Job, Vector], bool]
 ReclaimValidatorFn = Callable[["Session", "ReclaimScenario"], "str | None"]
+ReclaimVictimFilterFn = Callable[["Session", Job, Vector, int], bool]  # (reclaimer, request, victim queue)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -97,6 +98,7 @@ class Session:
     * `victim_guards`: a victim is protected if any guard says so.
     * `reclaim_gates`: a job may reclaim only if every gate agrees.
     * `reclaim_validators`: a reclaim scenario is accepted only if every validator returns None.
+    * `reclaim_victim_filters`: a queue's jobs are reclaim victims only if every filter agrees.
     """
 
     def __init__(self, snapshot: Snapshot, config: SchedulerConfig) -> None:
@@ -155,6 +157,7 @@ class Session:
         self.victim_guards: list[VictimGuardFn] = []
         self.reclaim_gates: list[ReclaimGateFn] = []
         self.reclaim_validators: list[ReclaimValidatorFn] = []
+        self.reclaim_victim_filters: list[ReclaimVictimFilterFn] = []
         # outputs, appended by committed statements and by actions
         self.placements: list[Placement] = []
         self.evictions: list[Eviction] = []

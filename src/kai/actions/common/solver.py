@@ -163,6 +163,11 @@ def solve(
     cap = cap_base.copy()
     taken: list[VictimUnit] = []
     victim_tasks = 0
+    # resources every preemptor pod asks for, with the smallest amount asked: a node that stays short
+    # of one of them holds no preemptor pod whatever was freed on it (skipped without counting)
+    asked_by_all = [
+        (r, float(shapes[:, r].min())) for r in range(shapes.shape[1]) if bool(np.all(shapes[:, r] > EPS))
+    ]
     for unit in units:
         nodes = sorted({int(session.node[t]) for t in unit.tasks})
         if not mask[nodes].any():
@@ -171,12 +176,18 @@ def solve(
             break
         taken.append(unit)
         victim_tasks += len(unit.tasks)
+        frees = np.zeros((len(nodes), base.shape[1]))
         for t in unit.tasks:
             task = session.task(t)
-            freed[int(session.node[t])] += task.request
+            row = nodes.index(int(session.node[t]))
+            frees[row] += task.request
             if task.is_shared_gpu:
                 # at most its devices come free (only once every holder leaves): an upper bound
-                freed[int(session.node[t]), GPU] += float(max(1, task.gpu_devices))
+                frees[row, GPU] += float(max(1, task.gpu_devices))
+        freed[nodes] += frees
+        nodes = [n for n in nodes if not any(base[n, r] + freed[n, r] + EPS < need for r, need in asked_by_all)]
+        if not nodes:
+            continue
         grown = np.where(mask[None, nodes], _capacity(base[nodes] + freed[nodes], shapes), 0.0)
         grew = bool(np.any(grown > cap[:, nodes]))
         cap[:, nodes] = grown

@@ -3,15 +3,16 @@
 Victims are preemptible jobs whose active pods are all running. A job at or below its gang
 minimum loses all its pods at once; the pods of an elastic job above its minimum go one at a
 time, the last in task order first. A protected job (minimum runtime) may only lose those
-surplus pods. Jobs come in victim order: queue by queue in the caller's order (worst queue first), then lowest
-priority, then elastic jobs above their minimum, then the newest job; after losing a surplus pod
-a job is re-ranked, as KAI re-queues it.
+surplus pods. Jobs come in victim order: each unit from the queue KAI's reversed queue order puts
+first at that moment (`VictimQueueOrder`), and inside a queue lowest priority, then elastic jobs
+above their minimum, then the newest job; after losing a surplus pod a job is re-ranked, as KAI
+re-queues it.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,6 +21,11 @@ import numpy.typing as npt
 from kai.core.model import Job, Task, TaskStatus
 from kai.core.resources import QUEUE_RESOURCE_NAMES
 from kai.core.session import Session
+
+UNLIMITED = -1.0
+EPS = 1e-9
+NO_SHARE_DRF_MULTIPLIER = 1000.0
+ROOT = -1  # the parent of the top queues in the victim order's tree
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -88,9 +94,21 @@ class VictimPool:
         for entries in self.by_queue.values():
             entries.sort(key=lambda e: e[0])
 
+        self._plans: dict[int, tuple[int, tuple[_Step, ...]]] = {}
+
     @property
     def queues(self) -> list[int]:
         return sorted(self.by_queue)
+
+    def plan(self, job: Job) -> tuple[_Step, ...]:
+        """The job's victim plan in the current state (empty if it is no candidate); cached per job version."""
+        version = int(self.session.job_version[job.index])
+        cached = self._plans.get(job.index)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        plan = _plan(self.session, job) if is_candidate(self.session, job) else ()
+        self._plans[job.index] = (version, plan)
+        return plan
 
     def units(
         self,
@@ -100,44 +118,281 @@ class VictimPool:
         exclude: int = -1,
         is_protected: Callable[[Job], bool] = lambda job: False,
     ) -> Iterator[VictimUnit]:
-        """Victim units, queue by queue in the given order (lazily; see the module docstring).
+        """Victim units (lazily), always from the queue KAI's victim order puts first at that point.
 
         `below_priority` keeps only jobs of strictly lower priority; `exclude` is a job index to skip.
         """
-        session = self.session
-        for queue in queues:
-            entries = self.by_queue.get(queue, [])
-            requeued: list[tuple[tuple[int, int, float, int], int]] = []
-            state: dict[int, tuple[list[int], npt.NDArray[np.int64]]] = {}
-            jobs = session.snapshot.jobs
-            i = 0
-            while i < len(entries) or requeued:
-                if requeued and (i >= len(entries) or requeued[0][0] < entries[i][0]):
-                    job = jobs[heapq.heappop(requeued)[1]]
-                else:
-                    job = entries[i][1]
-                    i += 1
-                    if below_priority is not None and job.priority >= below_priority:
-                        i = len(entries)
-                        continue
-                    if job.index == exclude or not is_candidate(session, job):
-                        continue
-                    state[job.index] = (running_tasks(session, job), session.podset_alive[job.index].copy())
-                running, alive = state[job.index]
-                surplus = _surplus_task(session, job, running, alive)
-                if surplus is not None:
-                    running.remove(surplus)
-                    alive[session.snapshot.tasks[surplus].podset] -= 1
-                    yield VictimUnit(job=job.index, tasks=(surplus,), whole=False)
-                    if running:
-                        key = (job.priority, _bucket(job, int(alive.sum())), -job.creation, -job.index)
-                        heapq.heappush(requeued, (key, job.index))
+        cursors = {
+            q: _Cursor(self, q, below_priority=below_priority, exclude=exclude, is_protected=is_protected)
+            for q in queues
+        }
+        order = VictimQueueOrder(self.session, list(cursors))
+        order.start(cursors)
+        while (unit := order.next_unit()) is not None:
+            yield unit
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Step:
+    """One unit of a job's victim plan, what the job holds when it is taken, and its re-rank key after."""
+
+    unit: VictimUnit
+    holds: tuple[float, float, float]
+    requeue: tuple[int, int, float, int] | None  # None: nothing of the job is left after this unit
+
+
+def _plan(session: Session, job: Job) -> tuple[_Step, ...]:
+    """The job's units in the order it loses them: surplus pods one at a time, then the rest at once."""
+    running = running_tasks(session, job)
+    alive = session.podset_alive[job.index].copy()
+    charge = session.task_charge
+    steps: list[_Step] = []
+    while running:
+        held = charge[running].sum(axis=0)
+        holds = (float(held[0]), float(held[1]), float(held[2]))
+        surplus = _surplus_task(session, job, running, alive)
+        if surplus is None:
+            steps.append(_Step(unit=VictimUnit(job=job.index, tasks=tuple(running), whole=True), holds=holds,
+                               requeue=None))
+            break
+        running.remove(surplus)
+        alive[session.snapshot.tasks[surplus].podset] -= 1
+        key = (job.priority, _bucket(job, int(alive.sum())), -job.creation, -job.index) if running else None
+        steps.append(_Step(unit=VictimUnit(job=job.index, tasks=(surplus,), whole=False), holds=holds, requeue=key))
+    return tuple(steps)
+
+
+class _Cursor:
+    """One leaf queue's victims in victim job order; `head` is the next unit, computed lazily."""
+
+    def __init__(
+        self, pool: VictimPool, queue: int, *, below_priority: int | None, exclude: int,
+        is_protected: Callable[[Job], bool],
+    ) -> None:
+        self.pool = pool
+        self.entries = pool.by_queue.get(queue, [])
+        self.below_priority = below_priority
+        self.exclude = exclude
+        self.is_protected = is_protected
+        self.i = 0
+        self.requeued: list[tuple[tuple[int, int, float, int], int]] = []
+        self.position: dict[int, tuple[tuple[_Step, ...], int]] = {}
+        self.pops = 0
+        self.popped = (0.0, 0.0, 0.0)  # what the jobs popped so far held when popped (KAI's victim list)
+        self._head: _Step | None = None
+        self._done = False
+
+    def head(self) -> _Step | None:
+        """The next step, or None when the queue has no more victims."""
+        if self._head is None and not self._done:
+            self._head = self._next()
+            self._done = self._head is None
+        return self._head
+
+    def take(self) -> VictimUnit:
+        head = self.head()
+        assert head is not None
+        self._head = None
+        self.pops += 1
+        p, h = self.popped, head.holds
+        self.popped = (p[0] + h[0], p[1] + h[1], p[2] + h[2])
+        return head.unit
+
+    def _next(self) -> _Step | None:
+        entries = self.entries
+        while self.i < len(entries) or self.requeued:
+            if self.requeued and (self.i >= len(entries) or self.requeued[0][0] < entries[self.i][0]):
+                index = heapq.heappop(self.requeued)[1]
+            else:
+                job = entries[self.i][1]
+                self.i += 1
+                if self.below_priority is not None and job.priority >= self.below_priority:
+                    self.i = len(entries)
                     continue
-                if not running or is_protected(job):
+                if job.index == self.exclude:
                     continue
-                tasks = tuple(running)
-                running.clear()
-                yield VictimUnit(job=job.index, tasks=tasks, whole=True)
+                plan = self.pool.plan(job)
+                if not plan:
+                    continue
+                index = job.index
+                self.position[index] = (plan, 0)
+            plan, at = self.position[index]
+            step = plan[at]
+            self.position[index] = (plan, at + 1)
+            if step.requeue is not None:
+                heapq.heappush(self.requeued, (step.requeue, index))
+            if step.unit.whole and self.is_protected(self.pool.session.snapshot.jobs[index]):
+                continue
+            return step
+        return None
+
+
+def _le(left: npt.NDArray[np.float64], right: npt.NDArray[np.float64]) -> bool:
+    """left <= right in every resource; -1 on the right means unlimited."""
+    return bool(np.all((right == UNLIMITED) | (left <= right + EPS)))
+
+
+class VictimQueueOrder:
+    """KAI's queue order reversed, as its victim queue applies it, level by level from the top queues.
+
+    Allocations are those of the moment the search starts (KAI simulates each scenario and rolls it
+    back before picking the next victim). A queue is judged with the victims picked from it so far
+    plus its next one taken away (for the dominant-share step), exactly as KAI's victim queue does.
+    The queue the allocation order would put last is the next to lose a victim.
+    """
+
+    def __init__(self, session: Session, leaves: list[int]) -> None:
+        self.session = session
+        snap = session.snapshot
+        self.allocated = session.queue_allocated.copy()
+        self.parent: dict[int, int] = {}
+        self.depth: dict[int, int] = {}
+        for leaf in leaves:
+            path = [int(q) for q in session.ancestors(leaf)]  # the leaf first, the top queue last
+            for i, q in enumerate(path):
+                self.parent[q] = path[i + 1] if i + 1 < len(path) else ROOT
+                self.depth[q] = len(path) - i
+        seen = set(self.parent)
+        self.siblings: dict[int, int] = {}  # parent -> number of children in the order
+        for q in seen:
+            self.siblings[self.parent[q]] = self.siblings.get(self.parent[q], 0) + 1
+        total = snap.total
+        self.allocatable: dict[int, npt.NDArray[np.float64]] = {}
+        self.caps: dict[int, tuple[float, float, float]] = {}
+        for q in seen:
+            queue = snap.queues[q]
+            fair = session.fair_share[q]
+            share = np.where(queue.deserved == UNLIMITED, UNLIMITED, np.maximum(queue.deserved, fair))
+            capped = np.where(share == UNLIMITED, queue.limit, np.minimum(share, queue.limit))
+            share = np.where(queue.limit == UNLIMITED, share, capped)
+            self.allocatable[q] = share
+            caps = np.where(share == UNLIMITED, total[:3], share)
+            self.caps[q] = (float(caps[0]), float(caps[1]), float(caps[2]))
+        self.fixed: dict[int, tuple[tuple[bool, bool, int, bool], float]] = {}
+        self.keys: dict[tuple[int, int, int], tuple[object, ...]] = {}
+        self.heaps: dict[int, list[_Entry]] = {}
+        self.ties: dict[tuple[int, int], bool] = {}
+        self.version: dict[int, int] = {}
+        self.cursors: dict[int, _Cursor] = {}
+
+    def _drf(self, q: int, allocated: Sequence[float]) -> float:
+        best = 0.0
+        for cap, used in zip(self.caps[q], allocated, strict=True):
+            value = used * NO_SHARE_DRF_MULTIPLIER if cap == 0 else used / cap
+            best = max(best, value)
+        return best
+
+    def _key(self, q: int, victims: tuple[float, float, float]) -> tuple[object, ...]:
+        """Steps 1 to 6 of KAI's queue order as a key (smaller goes first in allocation order)."""
+        fixed = self.fixed.get(q)
+        if fixed is None:
+            queue = self.session.snapshot.queues[q]
+            alloc = self.allocated[q]
+            over = bool(np.all(self.session.fair_share[q] < alloc))
+            starved = _le(alloc, queue.deserved)
+            penalized = bool(np.any((self.allocatable[q] == 0) & (alloc > 0)))
+            fixed = ((over, not starved, -queue.priority, penalized), self._drf(q, alloc.tolist()))
+            self.fixed[q] = fixed
+        alloc_list = self.allocated[q].tolist()
+        without = [a - v for a, v in zip(alloc_list, victims, strict=True)]
+        return (*fixed[0], self._drf(q, without), fixed[1])
+
+    def _goes_after(self, left: int, lkey: tuple[object, ...], right: int, rkey: tuple[object, ...]) -> bool:
+        """Does `left` come after `right` in KAI's (allocation) queue order?"""
+        if lkey != rkey:
+            return lkey > rkey
+        pair = (left, right)
+        after = self.ties.get(pair)
+        if after is None:
+            la, ra = self.allocatable[left], self.allocatable[right]
+            l_le, r_le = _le(la, ra), _le(ra, la)
+            if l_le != r_le:
+                after = r_le
+            else:
+                queues = self.session.snapshot.queues
+                after = (queues[left].age_rank, queues[left].name) > (queues[right].age_rank, queues[right].name)
+            self.ties[pair] = after
+        return after
+
+    def _worst_leaf(self, q: int) -> int | None:
+        """The leaf queue the victim order would take from next inside q's subtree."""
+        while q not in self.cursors:
+            top = self._top(q)
+            if top is None:
+                return None
+            q = top.queue
+        return q
+
+    def _entry(self, q: int) -> _Entry | None:
+        """q's current place in its parent's order: a leaf by its next victim, a parent by its worst leaf."""
+        leaf = self._worst_leaf(q)
+        if leaf is None:
+            return None
+        cursor = self.cursors[leaf]
+        head = cursor.head()
+        if head is None:
+            return None
+        key: tuple[object, ...] = ()
+        if self.siblings[self.parent[q]] > 1:  # an only child needs no place in its parent's order
+            cache = (q, leaf, cursor.pops)
+            cached = self.keys.get(cache)
+            if cached is None:
+                p, h = cursor.popped, head.holds
+                cached = self._key(q, (p[0] + h[0], p[1] + h[1], p[2] + h[2]))
+                self.keys[cache] = cached
+            key = cached
+        self.version[q] = self.version.get(q, 0) + 1
+        return _Entry(order=self, queue=q, key=key, version=self.version[q])
+
+    def _top(self, parent: int) -> _Entry | None:
+        heap = self.heaps.get(parent, [])
+        while heap and heap[0].version != self.version.get(heap[0].queue, 0):
+            heapq.heappop(heap)
+        return heap[0] if heap else None
+
+    def _refresh(self, q: int) -> None:
+        if self.siblings[self.parent[q]] == 1 and q in self.version and self._worst_leaf(q) is not None:
+            # an only child keeps its (key-less) entry while it has victims left
+            leaf = self._worst_leaf(q)
+            if leaf is not None and self.cursors[leaf].head() is not None:
+                return
+        entry = self._entry(q)
+        if entry is None:
+            self.version[q] = self.version.get(q, 0) + 1
+        else:
+            heapq.heappush(self.heaps.setdefault(self.parent[q], []), entry)
+
+    def start(self, cursors: Mapping[int, _Cursor]) -> None:
+        self.cursors = dict(cursors)
+        for q in sorted(self.parent, key=lambda q: (-self.depth[q], q)):
+            self._refresh(q)
+
+    def next_unit(self) -> VictimUnit | None:
+        """Take the next victim unit from the queue KAI's victim order puts first, or None when all are used."""
+        leaf = self._worst_leaf(ROOT)
+        if leaf is None:
+            return None
+        unit = self.cursors[leaf].take()
+        q = leaf
+        while q != ROOT:
+            self._refresh(q)
+            q = self.parent[q]
+        return unit
+
+
+class _Entry:
+    """A queue in its parent's heap; the heap's top is the queue the allocation order puts last."""
+
+    __slots__ = ("key", "order", "queue", "version")
+
+    def __init__(self, *, order: VictimQueueOrder, queue: int, key: tuple[object, ...], version: int) -> None:
+        self.order = order
+        self.queue = queue
+        self.key = key
+        self.version = version
+
+    def __lt__(self, other: _Entry) -> bool:
+        return self.order._goes_after(self.queue, self.key, other.queue, other.key)
 
 
 def signature(action: str, job: Job, tasks: Sequence[Task]) -> tuple[object, ...]:

@@ -14,6 +14,9 @@ this job can run) is accepted only if:
    `reclaimerUtilizationMultiplier` applied: two queues never evict each other back and forth;
 4. a non-preemptible reclaimer stays within deserved at every level.
 
+Before any scenario is built, `victim_queue_allowed` keeps out of the search every queue no strategy
+could take anything from (KAI's reclaim victim filter), so a hopeless search ends at once.
+
 Vectors are in queue space (gpu, cpu millicores, memory bytes); -1 means unlimited. The
 `ReclaimablePlugin` registers these rules as the session's reclaim gate and validator.
 """
@@ -142,6 +145,31 @@ def saturation_lower(
     return True
 
 
+def victim_queue_allowed(
+    *, table: QueueTable, reclaimer_queue: int, victim_queue: int, allocated: Matrix, request: Vector
+) -> bool:
+    """May jobs of `victim_queue` be reclaim victims at all (KAI's victim filter, on current allocations)?
+
+    A reclaimer that would exceed its deserved quota may only take from a queue above its
+    allocatable share. One within its quota may take from a queue above its quota in a resource the
+    reclaimer asks for, or from one that is at (not under) its quota in every such resource.
+    """
+    mine, theirs = leveled_queues(table.parents, reclaimer_queue, victim_queue)
+    if not less_equal(allocated[mine] + request, table.deserved[mine]):
+        return not less_equal(allocated[theirs], allocatable_share(table, theirs))
+    under = False
+    for r in range(len(request)):
+        deserved = float(table.deserved[theirs][r])
+        if request[r] <= 0 or deserved == UNLIMITED:
+            continue
+        used = float(allocated[theirs][r])
+        if used > deserved + EPS:
+            return True
+        if used < deserved - EPS:
+            under = True
+    return not under
+
+
 def reclaimable(
     *,
     table: QueueTable,
@@ -230,5 +258,12 @@ class ReclaimablePlugin:
             )
             return None if verdict.ok else verdict.reason
 
+        def victim_filter(s: Session, job: Job, request: Vector, victim_queue: int) -> bool:
+            return victim_queue_allowed(
+                table=table, reclaimer_queue=job.queue, victim_queue=victim_queue, allocated=s.queue_allocated,
+                request=request,
+            )
+
         session.reclaim_gates.append(gate)
         session.reclaim_validators.append(validate)
+        session.reclaim_victim_filters.append(victim_filter)
