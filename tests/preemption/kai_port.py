@@ -17,7 +17,9 @@ file); `render` turns one case into the manifests.yaml + expect.yaml pair that `
 * tasks: a node name means Running there, `~` means Pending.
 
 Expected states: `Running [node]` (KAI's Running or Binding), `Pipelined node`, `Releasing [node]`,
-`Pending`, `Moved node`, per job (all its pods) or per pod (`<job>-<i>`). `Moved node` is a running
+`Pending`, `Moved node`, per job (all its pods; keyed by the job name as written) or per pod (keyed
+by the pod's Kubernetes name: the job name with `_` as `-`, then `-<i>`); any other key is an error.
+`Moved node` is a running
 victim KAI's harness shows Pipelined on `node` (re-placed there); kai's simulator reports a moved
 pod as Releasing on its old node (sim contract), so the expectation is Releasing on the node the
 pod runs on, and `test_kai_port` checks that its eviction event names `node` as the destination.
@@ -167,7 +169,9 @@ def render(case: dict[str, Any], *, area: str) -> tuple[str, str, str]:
     if not departments:
         docs.append(_queue_doc({"name": "default", "deserved": -1, "limit": -1}, queue_time, parent=None, weight=1))
     for i, d in enumerate(departments):
-        docs.append(_queue_doc(d, queue_time + timedelta(seconds=i), parent=None, weight=d.get("deserved", 0)))
+        weight = d.get("deserved", 0)
+        weight = 1 if weight < 0 else weight  # an unlimited department: KAI's -1 weight written as 1, as for `default`
+        docs.append(_queue_doc(d, queue_time + timedelta(seconds=i), parent=None, weight=weight))
     for i, q in enumerate(case["queues"]):
         parent = q.get("parent") or ("default" if not departments else None)
         created = queue_time + timedelta(seconds=100 + i)
@@ -209,6 +213,12 @@ def render(case: dict[str, Any], *, area: str) -> tuple[str, str, str]:
             docs.append(_pod_doc(job, i, task, created))
     manifests = header + yaml.safe_dump_all(docs, sort_keys=False)
 
+    known = {j["name"] for j in case["jobs"]} | {
+        f"{_k8s(j['name'])}-{i}" for j in case["jobs"] for i in range(len(j["tasks"]))
+    }
+    unknown = sorted(set(case["expect"]) - known)
+    if unknown:
+        raise ValueError(f"case {case['name']}: expectations name no job or pod: {unknown}")
     pods: dict[str, Any] = {}
     for job in case["jobs"]:
         for i in range(len(job["tasks"])):

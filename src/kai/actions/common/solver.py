@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from kai.actions.common.job_order import JobsByQueue
 from kai.actions.common.placement import place_task, place_tasks
 from kai.actions.common.victims import VictimUnit
 from kai.core import fit as fit_lib
@@ -98,45 +99,74 @@ class _Search:
             return False
         return s.gang_satisfied(self.preemptor)
 
+    def _to_replace(self, victim: Job, evicted: list[int]) -> list[int]:
+        """The evicted pods KAI re-allocates for a victim job: those its gang minimum needs, else one.
+
+        Per podset, as many as bring it back to its minimum, then more (in task order) if the job is
+        still short of its own minimum; a job that lost only surplus pods gets one of them back.
+        """
+        s = self.session
+        tasks = s.snapshot.tasks
+        alive = s.podset_alive[victim.index]
+        short = [max(0, ps.min_available - int(alive[i])) for i, ps in enumerate(victim.podsets)]
+        chosen: list[int] = []
+        rest: list[int] = []
+        for t in evicted:
+            podset = tasks[t].podset
+            if short[podset] > 0:
+                short[podset] -= 1
+                chosen.append(t)
+            else:
+                rest.append(t)
+        missing = victim.min_member - int(alive.sum()) - len(chosen)
+        if missing > 0:
+            chosen += rest[:missing]
+        if not chosen:
+            chosen = evicted[:1]
+        return sorted(chosen, key=evicted.index)
+
     def replace(self, units: Sequence[VictimUnit]) -> tuple[list[VictimUnit], dict[int, int], set[int]]:
-        """Re-place victims unit by unit: (units lost, moved task -> node, tasks that stay)."""
+        """Re-place victims as KAI re-allocates victim jobs: (units lost, moved task -> node, tasks that stay).
+
+        Jobs go in the session's job order; each gets back, in task order, the pods its gang minimum
+        needs (or one pod if it only lost surplus pods), all of them or none; every other evicted pod
+        is lost. A pod placed back on the node it runs on stays there.
+        """
         s, stmt = self.session, self.stmt
+        if not self.replace_victims:
+            return list(units), {}, set()
+        by_job: dict[int, list[VictimUnit]] = {}
+        for unit in units:
+            by_job.setdefault(unit.job, []).append(unit)
+        jobs = s.snapshot.jobs
+        order = JobsByQueue(s, [jobs[j] for j in sorted(by_job)])
         lost: list[VictimUnit] = []
         moved: dict[int, int] = {}
         stays: set[int] = set()
-        for unit in units:
-            if not self.replace_victims:
-                lost.append(unit)
-                continue
-            victim = s.snapshot.jobs[unit.job]
-            charge = s.job_request([s.task(t) for t in unit.tasks])
-            if any(check(s, victim, charge) is not None for check in s.capacity_checks):
-                lost.append(unit)
-                continue
-            cp = stmt.checkpoint()
+        while (victim := order.pop()) is not None:
+            job_units = by_job[victim.index]
+            rank = {int(t): i for i, t in enumerate(s.job_order_tasks[victim.index])}
+            evicted = sorted((t for unit in job_units for t in unit.tasks), key=lambda t: rank[t])
+            back = self._to_replace(victim, evicted)
+            charge = s.job_request([s.task(t) for t in back])
             placed: dict[int, int] = {}
-            for t in unit.tasks:
-                task = s.task(t)
-                home = int(s.node[t])
-                if not task.is_shared_gpu and bool(np.all(s.idle[home] + s.releasing[home] >= task.request - EPS)):
-                    stmt.place(task, home, pipelined=True, choice=None)
-                    placed[t] = home
-                    continue
-                fit = fit_lib.find_fit(s, task)
-                if fit.later[home]:
-                    stmt.place(task, home, pipelined=True, choice=fit.choice(home))
-                elif place_task(s, stmt, task) is not None:
-                    break
-                placed[t] = int(s.node[t])
-            else:
-                for t, node in placed.items():
-                    if node == int(s.snapshot.tasks[t].node):
-                        stays.add(t)
-                    else:
-                        moved[t] = node
-                continue
-            stmt.rollback(cp)
-            lost.append(unit)
+            if all(check(s, victim, charge) is None for check in s.capacity_checks):
+                cp = stmt.checkpoint()
+                for t in back:
+                    if place_task(s, stmt, s.task(t)) is not None:
+                        stmt.rollback(cp)
+                        placed = {}
+                        break
+                    placed[t] = int(s.node[t])
+            for t, node in placed.items():
+                if node == int(s.snapshot.tasks[t].node):
+                    stays.add(t)
+                else:
+                    moved[t] = node
+            for unit in job_units:
+                gone = tuple(t for t in unit.tasks if t not in placed)
+                if gone:
+                    lost.append(VictimUnit(job=unit.job, tasks=gone, whole=unit.whole))
         return lost, moved, stays
 
 
