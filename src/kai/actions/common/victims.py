@@ -269,6 +269,7 @@ class VictimQueueOrder:
             caps = np.where(share == UNLIMITED, total[:3], share)
             self.caps[q] = (float(caps[0]), float(caps[1]), float(caps[2]))
         self.fixed: dict[int, tuple[tuple[bool, bool, int, bool], float]] = {}
+        self.alloc_rows: dict[int, tuple[float, float, float]] = {}
         self.keys: dict[tuple[int, int, int], tuple[object, ...]] = {}
         self.heaps: dict[int, list[_Entry]] = {}
         self.ties: dict[tuple[int, int], bool] = {}
@@ -293,8 +294,11 @@ class VictimQueueOrder:
             penalized = bool(np.any((self.allocatable[q] == 0) & (alloc > 0)))
             fixed = ((over, not starved, -queue.priority, penalized), self._drf(q, alloc.tolist()))
             self.fixed[q] = fixed
-        alloc_list = self.allocated[q].tolist()
-        without = [a - v for a, v in zip(alloc_list, victims, strict=True)]
+        a = self.alloc_rows.get(q)
+        if a is None:
+            row = self.allocated[q]
+            a = self.alloc_rows[q] = (float(row[0]), float(row[1]), float(row[2]))
+        without = (a[0] - victims[0], a[1] - victims[1], a[2] - victims[2])
         return (*fixed[0], self._drf(q, without), fixed[1])
 
     def _goes_after(self, left: int, lkey: tuple[object, ...], right: int, rkey: tuple[object, ...]) -> bool:
@@ -351,7 +355,7 @@ class VictimQueueOrder:
         return heap[0] if heap else None
 
     def _refresh(self, q: int) -> None:
-        if self.siblings[self.parent[q]] == 1 and q in self.version and self._worst_leaf(q) is not None:
+        if self.siblings[self.parent[q]] == 1 and q in self.version:
             # an only child keeps its (key-less) entry while it has victims left
             leaf = self._worst_leaf(q)
             if leaf is not None and self.cursors[leaf].head() is not None:
