@@ -11,8 +11,9 @@ file); `render` turns one case into the manifests.yaml + expect.yaml pair that `
   set, created in list order; without departments every queue hangs under `default` (GPU quota and
   limit -1; KAI's weight -1 is written as 1, which the CRD accepts and which has no effect since
   `default` has no siblings); a department's GPU weight is its deserved GPUs;
-* jobs: minMember = number of tasks unless `min` is given; job age in minutes sets the creation
-  time (jobs of the same age are ordered by name, as KAI breaks ties by UID); priorities 50, 75,
+* jobs: minMember = number of tasks unless `min` is given; `age` in minutes sets the creation time;
+  without it, as in KAI's harness, jobs are stably sorted by priority (highest first) and job i of
+  N is N - i minutes old (jobs of the same age are ordered by name, as KAI breaks ties by UID); priorities 50, 75,
   100, 125 use KAI's default classes, other values get a PriorityClass of that value;
 * tasks: a node name means Running there, `~` means Pending.
 
@@ -25,7 +26,8 @@ pod as Releasing on its old node (sim contract), so the expectation is Releasing
 pod runs on, and `test_kai_port` checks that its eviction event names `node` as the destination.
 
 A case with a `pending` reason is one where kai still differs from KAI; it is kept with the reason
-and not written out. Run `python -m tests.preemption.kai_port` to rewrite `tests/scenarios/kai-*` from the case files;
+and not written out. Run `python -m tests.preemption.kai_port` to rewrite `tests/scenarios/kai-*` from the case files
+(directories of cases that became pending are removed);
 `tests/preemption/test_kai_port.py` fails when they are out of date.
 """
 
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import pathlib
 import re
+import shutil
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -143,6 +146,13 @@ def _expect_pod(state: str, *, running_on: str | None) -> dict[str, Any]:
     return out
 
 
+def _ages(jobs: list[dict[str, Any]]) -> dict[str, float]:
+    """Job ages in minutes as KAI's harness sets them: jobs stably sorted by priority (highest first),
+    then job i of N is N - i minutes old unless it gives its own (non-zero) age."""
+    ranked = sorted(jobs, key=lambda j: -int(j.get("priority", 50)))
+    return {j["name"]: float(j.get("age") or len(ranked) - i) for i, j in enumerate(ranked)}
+
+
 def render(case: dict[str, Any], *, area: str) -> tuple[str, str, str]:
     """(directory name, manifests.yaml text, expect.yaml text) for one case."""
     title = f"KAI {case['file']}: \"{case['kai']}\""
@@ -180,10 +190,11 @@ def render(case: dict[str, Any], *, area: str) -> tuple[str, str, str]:
     for value in classes:
         docs.append({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
                      "metadata": {"name": f"priority-{value}"}, "value": value})
-    order = sorted(case["jobs"], key=lambda j: (-float(j.get("age", 0)), j["name"]))
+    ages = _ages(case["jobs"])
+    order = sorted(case["jobs"], key=lambda j: (-ages[j["name"]], j["name"]))
     rank = {j["name"]: i for i, j in enumerate(order)}
     for job in case["jobs"]:
-        age = timedelta(minutes=float(job.get("age", 0)))
+        age = timedelta(minutes=ages[job["name"]])
         created = BASE - age - timedelta(seconds=len(order) - rank[job["name"]])
         priority = int(job.get("priority", 50))
         pg_meta: dict[str, Any] = {"name": _k8s(job["name"]), "namespace": "default",
@@ -271,7 +282,19 @@ def all_cases() -> list[tuple[str, str, str]]:
     return out
 
 
+def orphans() -> list[pathlib.Path]:
+    """Generated-looking directories (`kai-<area>-*` of an area with case files) that no case produces."""
+    names = {name for name, _, _ in all_cases()}
+    areas = {path.stem.split("_")[0] for path in CASES_DIR.glob("*.yaml")}
+    return sorted(
+        d for d in SCENARIOS.iterdir()
+        if d.is_dir() and d.name not in names and any(d.name.startswith(f"kai-{a}-") for a in areas)
+    )
+
+
 def write() -> list[str]:
+    for stale in orphans():
+        shutil.rmtree(stale)
     written = []
     for name, manifests, expect in all_cases():
         target = SCENARIOS / name

@@ -7,7 +7,7 @@ import pathlib
 import pytest
 import yaml
 
-from tests.preemption.kai_port import SCENARIOS, active_cases, all_cases, moves
+from tests.preemption.kai_port import SCENARIOS, active_cases, all_cases, moves, orphans
 from tests.scenario_check import run_sim
 
 
@@ -20,6 +20,7 @@ def test_generated_scenarios_are_up_to_date() -> None:
             continue
         if (target / "manifests.yaml").read_text() != manifests or (target / "expect.yaml").read_text() != expect:
             stale.append(f"{name}: differs (run python -m tests.preemption.kai_port)")
+    stale += [f"{d.name}: no case produces it (run python -m tests.preemption.kai_port)" for d in orphans()]
     assert stale == []
 
 
