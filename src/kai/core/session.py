@@ -136,6 +136,7 @@ class Session:
         ]
         self.job_version: npt.NDArray[np.int64] = np.zeros(len(snapshot.jobs), dtype=np.int64)
         self._attempt_cache: dict[int, tuple[int, Vector]] = {}
+        self.simulated_attempts: dict[int, Vector] = {}  # set by the victim search while it re-places victims
         for job in snapshot.jobs:
             alive = np.zeros(len(job.podsets), dtype=np.int64)
             for t in job.tasks:
@@ -269,7 +270,14 @@ class Session:
         return bool(np.any(self.status[order] == TaskStatus.PENDING))
 
     def attempt_request(self, job: Job) -> Vector:
-        """Queue-space resources of the job's next allocation attempt (cached until the job changes)."""
+        """Queue-space resources of the job's next allocation attempt (cached until the job changes).
+
+        While the victim search re-places a victim job, its attempt is the evicted pods it gets back
+        (`simulated_attempts`), as KAI counts releasing pods when it re-allocates victims virtually.
+        """
+        simulated = self.simulated_attempts.get(job.index)
+        if simulated is not None:
+            return simulated
         version = int(self.job_version[job.index])
         cached = self._attempt_cache.get(job.index)
         if cached is not None and cached[0] == version:

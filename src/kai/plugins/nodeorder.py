@@ -29,7 +29,7 @@ def placement_scores(session: Session, task: Task, candidates: BoolVector) -> Ve
     """Bin-pack or spread, per resource type.
 
     * GPU tasks: KAI's scores on the GPU resource; bin-pack prefers the node with the fewest free
-      GPUs, spread the one with the largest free share.
+      GPUs, spread the one with the largest free share (free: idle or being released, as in KAI).
     * CPU-only tasks with spread: KAI's spread on CPU.
     * CPU-only tasks with bin-pack: best fit over CPU *and* GPUs (the smallest leftover of both,
       each relative to the largest node), so CPU work fills nodes whose GPUs are already taken
@@ -44,18 +44,20 @@ def placement_scores(session: Session, task: Task, candidates: BoolVector) -> Ve
     uses_gpu = task.request[GPU] > 0 or task.is_shared_gpu
     strategy = session.config.gpu_placement if uses_gpu else session.config.cpu_placement
     resource = GPU if uses_gpu else CPU
+    # what is not allocated: idle, plus what is being released (KAI's non-allocated resources)
+    free = session.idle + np.maximum(session.releasing, 0.0)
     if strategy == "spread":
         capacity = session.snapshot.nodes.allocatable[:, resource]
         with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = np.where(capacity > 0, session.idle[:, resource] / capacity, 0.0)
+            ratio = np.where(capacity > 0, free[:, resource] / capacity, 0.0)
         return np.where(candidates, MAX_PLACEMENT * np.clip(ratio, 0.0, 1.0), 0.0)
     if uses_gpu:
-        return _scaled(session.idle[:, GPU], candidates)
+        return _scaled(free[:, GPU], candidates)
     allocatable = session.snapshot.nodes.allocatable
     max_cpu = max(1.0, float(allocatable[:, CPU].max()))
     max_gpu = max(1.0, float(allocatable[:, GPU].max()))
-    free_gpu = session.idle[:, GPU] + shared_gpu_room(session)
-    leftover = 0.5 * (session.idle[:, CPU] - task.request[CPU]) / max_cpu + 0.5 * free_gpu / max_gpu
+    free_gpu = free[:, GPU] + shared_gpu_room(session)
+    leftover = 0.5 * (free[:, CPU] - task.request[CPU]) / max_cpu + 0.5 * free_gpu / max_gpu
     return _scaled(leftover, candidates)
 
 

@@ -86,6 +86,7 @@ class _Search:
         self.stmt = stmt
         self.preemptor = preemptor
         self.tasks = list(tasks)
+        self.task_indices = tuple(t.index for t in tasks)
         self.replace_victims = replace_victims
 
     def capacity_ok(self) -> bool:
@@ -125,49 +126,73 @@ class _Search:
             chosen = evicted[:1]
         return sorted(chosen, key=evicted.index)
 
-    def replace(self, units: Sequence[VictimUnit]) -> tuple[list[VictimUnit], dict[int, int], set[int]]:
-        """Re-place victims as KAI re-allocates victim jobs: (units lost, moved task -> node, tasks that stay).
-
-        Jobs go in the session's job order; each gets back, in task order, the pods its gang minimum
-        needs (or one pod if it only lost surplus pods), all of them or none; every other evicted pod
-        is lost. A pod placed back on the node it runs on stays there.
-        """
+    def _replace_job(
+        self, victim: Job, job_units: list[VictimUnit], back: list[int], placed: dict[int, int]
+    ) -> list[VictimUnit]:
+        """Re-place the pods `back` of one victim job, all of them or none; returns the units' lost parts."""
         s, stmt = self.session, self.stmt
-        if not self.replace_victims:
-            return list(units), {}, set()
+        charge = s.job_request([s.task(t) for t in back])
+        mine: dict[int, int] = {}
+        if all(check(s, victim, charge) is None for check in s.capacity_checks):
+            cp = stmt.checkpoint()
+            for t in back:
+                if place_task(s, stmt, s.task(t)) is not None:
+                    stmt.rollback(cp)
+                    mine = {}
+                    break
+                mine[t] = int(s.node[t])
+        placed.update(mine)
+        lost = []
+        for unit in job_units:
+            gone = tuple(t for t in unit.tasks if t not in mine)
+            if gone:
+                lost.append(VictimUnit(job=unit.job, tasks=gone, whole=unit.whole))
+        return lost
+
+    def simulate(
+        self, units: Sequence[VictimUnit], message: Callable[[int], str] | None = None
+    ) -> tuple[Scenario, set[int]] | None:
+        """Evict `units`, then place the preemptor and re-place the victim jobs together in the session's
+        job order (KAI's virtual allocation); None if the preemptor does not fit. The statement keeps
+        the result (the caller rolls back). Returns the scenario and the victim pods that stay put."""
+        s, stmt = self.session, self.stmt
+        for unit in units:
+            for t in unit.tasks:
+                stmt.evict(s.task(t), preemptor=self.preemptor.key, message=message(t) if message else "")
         by_job: dict[int, list[VictimUnit]] = {}
         for unit in units:
             by_job.setdefault(unit.job, []).append(unit)
         jobs = s.snapshot.jobs
-        order = JobsByQueue(s, [jobs[j] for j in sorted(by_job)])
-        lost: list[VictimUnit] = []
-        moved: dict[int, int] = {}
-        stays: set[int] = set()
-        while (victim := order.pop()) is not None:
-            job_units = by_job[victim.index]
-            rank = {int(t): i for i, t in enumerate(s.job_order_tasks[victim.index])}
+        if not self.replace_victims:
+            if not self.capacity_ok() or not self.place_preemptor():
+                return None
+            lost_all = tuple(units)
+            return Scenario(preemptor=self.preemptor, tasks=self.task_indices, lost=lost_all), set()
+        # each victim job gets back, in task order, the pods its gang minimum needs (or one pod if it
+        # only lost surplus pods); the preemptor and the victim jobs go in the session's job order,
+        # a victim job's attempt being those pods (KAI's virtual allocation of preemptor and victims)
+        backs: dict[int, list[int]] = {}
+        for j, job_units in by_job.items():
+            rank = {int(t): i for i, t in enumerate(s.job_order_tasks[j])}
             evicted = sorted((t for unit in job_units for t in unit.tasks), key=lambda t: rank[t])
-            back = self._to_replace(victim, evicted)
-            charge = s.job_request([s.task(t) for t in back])
-            placed: dict[int, int] = {}
-            if all(check(s, victim, charge) is None for check in s.capacity_checks):
-                cp = stmt.checkpoint()
-                for t in back:
-                    if place_task(s, stmt, s.task(t)) is not None:
-                        stmt.rollback(cp)
-                        placed = {}
-                        break
-                    placed[t] = int(s.node[t])
-            for t, node in placed.items():
-                if node == int(s.snapshot.tasks[t].node):
-                    stays.add(t)
-                else:
-                    moved[t] = node
-            for unit in job_units:
-                gone = tuple(t for t in unit.tasks if t not in placed)
-                if gone:
-                    lost.append(VictimUnit(job=unit.job, tasks=gone, whole=unit.whole))
-        return lost, moved, stays
+            backs[j] = self._to_replace(jobs[j], evicted)
+            s.simulated_attempts[j] = s.job_request([s.task(t) for t in backs[j]])
+        order = JobsByQueue(s, [self.preemptor, *(jobs[j] for j in sorted(by_job))])
+        lost: list[VictimUnit] = []
+        placed: dict[int, int] = {}
+        try:
+            while (job := order.pop()) is not None:
+                if job.index == self.preemptor.index:
+                    if not self.capacity_ok() or not self.place_preemptor():
+                        return None
+                    continue
+                del s.simulated_attempts[job.index]
+                lost += self._replace_job(job, by_job[job.index], backs[job.index], placed)
+        finally:
+            s.simulated_attempts.clear()
+        stays = {t for t, node in placed.items() if node == int(s.snapshot.tasks[t].node)}
+        moved = {t: node for t, node in placed.items() if t not in stays}
+        return Scenario(preemptor=self.preemptor, tasks=self.task_indices, lost=tuple(lost), moved=moved), stays
 
 
 def solve(
@@ -225,8 +250,25 @@ def solve(
         # nodes could then hold every pod (each shape counted on its own: a necessary condition)
         if not grew or bool(np.any(cap.sum(axis=1) < counts)):
             continue
+        tasks_of = session.snapshot.tasks
+        base_total = cap_base.sum(axis=1)
+        # first the victims on one node of the newest victim at a time (the least disruptive), as KAI
+        # tries each node of its latest victim, then every victim on a node where victims make room
+        tried: list[list[VictimUnit]] = []
+        for n in nodes:
+            if not bool(np.any(cap[:, n] > cap_base[:, n])) or bool(
+                np.any(base_total + cap[:, n] - cap_base[:, n] < counts)
+            ):
+                continue
+            on_node = [u for u in taken if any(tasks_of[t].node == n for t in u.tasks)]
+            tried.append(on_node)
+            found = _try(search, start, on_node, validate)
+            if found is not None:
+                return _replay(search, start, found[2], found[0], found[1], validate, message)
         useful = np.any(cap > cap_base, axis=0)
-        candidates = [u for u in taken if any(useful[int(session.node[t])] for t in u.tasks)]
+        candidates = [u for u in taken if any(useful[tasks_of[t].node] for t in u.tasks)]
+        if candidates in tried:
+            continue
         found = _try(search, start, candidates, validate)
         if found is not None:
             return _replay(search, start, found[2], found[0], found[1], validate, message)
@@ -234,39 +276,31 @@ def solve(
     return None
 
 
-def _evict(search: _Search, units: Sequence[VictimUnit]) -> None:
-    for unit in units:
-        for t in unit.tasks:
-            search.stmt.evict(search.session.task(t), preemptor=search.preemptor.key, message="")
-
-
 def _try(
     search: _Search, start: int, units: list[VictimUnit], validate: Validator
 ) -> tuple[Scenario, set[int], list[VictimUnit]] | None:
-    """Evict `units`, place the preemptor, keep only the victims on nodes it uses, re-place them, validate.
+    """Simulate with `units` evicted, keep only the victims on nodes the preemptor uses, simulate again, validate.
 
-    Returns (scenario, tasks that stay, units evicted) or None; the statement is back at `start` either way.
+    Returns (scenario, victim pods that stay, units evicted) or None; the statement is back at `start`.
     """
     session, stmt = search.session, search.stmt
-    _evict(search, units)
-    if not search.capacity_ok() or not search.place_preemptor():
+    found = search.simulate(units)
+    if found is None:
         stmt.rollback(start)
         return None
-    touched = {int(session.node[t.index]) for t in search.tasks}
-    needed = [u for u in units if any(int(session.node[t]) in touched for t in u.tasks)]
+    touched = {int(session.node[t]) for t in search.task_indices}
+    tasks = session.snapshot.tasks
+    needed = [u for u in units if any(tasks[t].node in touched for t in u.tasks)]
     if len(needed) < len(units):
         # victims on nodes the preemptor does not use are not needed: simulate without them
         stmt.rollback(start)
-        _evict(search, needed)
-        if not search.capacity_ok() or not search.place_preemptor():
+        found = search.simulate(needed)
+        if found is None:
             stmt.rollback(start)
             return None
-    lost, moved, stays = search.replace(needed)
-    tasks = tuple(t.index for t in search.tasks)
-    scenario = Scenario(preemptor=search.preemptor, tasks=tasks, lost=tuple(lost), moved=moved)
-    ok = validate(scenario)
     stmt.rollback(start)
-    return (scenario, stays, needed) if ok else None
+    scenario, stays = found
+    return (scenario, stays, needed) if validate(scenario) else None
 
 
 def _replay(
@@ -278,38 +312,26 @@ def _replay(
     validate: Validator,
     message: Messenger,
 ) -> Scenario | None:
-    """Apply the scenario again with messages, leaving out the victims that could stay where they run."""
-    session, stmt = search.session, search.stmt
+    """Apply the scenario again with messages, leaving out the victims that could stay where they run.
+
+    Simulations are deterministic, so simulating the same evictions again reproduces the scenario;
+    the first pass of each attempt only finds the scenario the messages describe."""
+    stmt = search.stmt
     stmt.rollback(start)
     if stays:
-        cp = stmt.checkpoint()
         kept = [VictimUnit(job=u.job, tasks=tuple(t for t in u.tasks if t not in stays), whole=u.whole) for u in taken]
         kept = [u for u in kept if u.tasks]
-        scenario = Scenario(preemptor=found.preemptor, tasks=found.tasks, lost=found.lost, moved=found.moved)
-        if _apply(search, kept, scenario, message) and validate(scenario):
-            return scenario
-        stmt.rollback(cp)
-    moved = dict(found.moved)
-    moved.update({t: int(session.snapshot.tasks[t].node) for t in stays})
-    scenario = Scenario(preemptor=found.preemptor, tasks=found.tasks, lost=found.lost, moved=moved)
-    if _apply(search, taken, scenario, message):
+        again = search.simulate(kept)
+        stmt.rollback(start)
+        if again is not None and validate(again[0]):
+            scenario = again[0]
+            if search.simulate(kept, lambda t: message(scenario, t)) is not None:
+                return scenario
+            stmt.rollback(start)
+    # victims that could stay are evicted after all and pipelined back where they ran
+    home = {t: int(search.session.snapshot.tasks[t].node) for t in stays}
+    scenario = Scenario(preemptor=found.preemptor, tasks=found.tasks, lost=found.lost, moved={**found.moved, **home})
+    if search.simulate(taken, lambda t: message(scenario, t)) is not None:
         return scenario
     stmt.rollback(start)
     return None
-
-
-def _apply(search: _Search, units: Sequence[VictimUnit], scenario: Scenario, message: Messenger) -> bool:
-    session, stmt = search.session, search.stmt
-    for unit in units:
-        for t in unit.tasks:
-            stmt.evict(session.task(t), preemptor=scenario.preemptor.key, message=message(scenario, t))
-    if not search.capacity_ok() or not search.place_preemptor():
-        return False
-    for t in (t for unit in units for t in unit.tasks if t in scenario.moved):
-        task = session.task(t)
-        node = scenario.moved[t]
-        fit = fit_lib.find_fit(session, task)
-        if not fit.later[node]:
-            return False
-        stmt.place(task, node, pipelined=True, choice=fit.choice(node))
-    return True
