@@ -15,7 +15,10 @@ file); `render` turns one case into the manifests.yaml + expect.yaml pair that `
   without it, as in KAI's harness, jobs are stably sorted by priority (highest first) and job i of
   N is N - i minutes old (jobs of the same age are ordered by name, as KAI breaks ties by UID); priorities 50, 75,
   100, 125 use KAI's default classes, other values get a PriorityClass of that value;
-* tasks: a node name means Running there, `~` means Pending.
+* tasks: a node name means Running there, `~` means Pending;
+* optional PodGroup settings per job: `preemptionDelay` and `stalenessGracePeriod` (Go durations,
+  written to the PodGroup spec), `safeToConsolidate` (bool, spec), `lastEvictionMinutesAgo` (the
+  `kai.scheduler/last-eviction-timestamp` annotation, like `startedMinutesAgo` for the last start).
 
 Expected states: `Running [node]` (KAI's Running or Binding), `Pipelined node`, `Releasing [node]`,
 `Pending`, `Moved node`, per job (all its pods; keyed by the job name as written) or per pod (keyed
@@ -206,6 +209,9 @@ def render(case: dict[str, Any], *, area: str) -> tuple[str, str, str]:
         if "staleSeconds" in job:
             stale = BASE - timedelta(seconds=job["staleSeconds"])
             annotations["kai.scheduler/stale-podgroup-timestamp"] = _stamp(stale)
+        if "lastEvictionMinutesAgo" in job:
+            evicted = BASE - timedelta(minutes=job["lastEvictionMinutesAgo"])
+            annotations["kai.scheduler/last-eviction-timestamp"] = _stamp(evicted)
         if annotations:
             pg_meta["annotations"] = annotations
         spec: dict[str, Any] = {
@@ -217,6 +223,9 @@ def render(case: dict[str, Any], *, area: str) -> tuple[str, str, str]:
             spec["preemptibility"] = "preemptible" if job["preemptible"] else "non-preemptible"
         if "subgroups" in job:
             spec["subGroups"] = [{"name": n, "minMember": m} for n, m in job["subgroups"].items()]
+        for key in ("preemptionDelay", "stalenessGracePeriod", "safeToConsolidate"):
+            if key in job:
+                spec[key] = job[key]
         docs.append(
             {"apiVersion": "scheduling.run.ai/v2alpha2", "kind": "PodGroup", "metadata": pg_meta, "spec": spec}
         )

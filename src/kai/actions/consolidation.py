@@ -5,6 +5,9 @@ preemptible pods are moved: each victim is evicted and re-placed (Pipelined) on 
 the pending job is placed onto the room they leave. A scenario is accepted only if every victim
 is re-placed; at most `maxConsolidationPreemptees` pods are moved for one job. Consolidation is
 off when the GPU or CPU placement strategy is spread (spreading is the opposite goal).
+
+A job whose PodGroup says `safeToConsolidate: false` (bare pods, jobs that treat a deleted pod as a
+failure) is never moved; it can still be preempted or reclaimed, and it can still ask for room.
 """
 
 from __future__ import annotations
@@ -32,7 +35,15 @@ class ConsolidationAction:
         config = session.config
         if config.gpu_placement == SPREAD or config.cpu_placement == SPREAD:
             return
+        jobs = preemptors.pending_jobs(session, preemptible_only=True)
         pool = VictimPool(session)
+        # jobs that are not safe to move never enter the victim order (KAI's consolidation victim filter)
+        for queue in list(pool.by_queue):
+            movable = [entry for entry in pool.by_queue[queue] if entry[1].safe_to_consolidate]
+            if movable:
+                pool.by_queue[queue] = movable
+            else:
+                del pool.by_queue[queue]
         if not pool.by_queue:
             return
 
@@ -69,5 +80,4 @@ class ConsolidationAction:
             stmt.commit()
             return True
 
-        jobs = preemptors.pending_jobs(session, preemptible_only=True)
         preemptors.run(session, action=self.name, jobs=jobs, attempt=attempt)

@@ -4,7 +4,8 @@ A job is stale when it has active pods, none of its pods succeeded, and it is be
 minimum (in total or in some podset). The first cycle that sees it stale marks the PodGroup
 (`kai.scheduler/stale-podgroup-timestamp`); once it has been stale for the staleness grace period
 (60s by default, negative: never), all its active pods are evicted so its GPUs stop idling behind
-a gang that cannot run. A job that recovers loses the mark.
+a gang that cannot run. A job that recovers loses the mark. A PodGroup's own
+`spec.stalenessGracePeriod` replaces the global period for that job (negative: never evict it).
 """
 
 from __future__ import annotations
@@ -27,12 +28,19 @@ def _seconds(value: float) -> str:
     return f"{value:g}s"
 
 
+def grace_period(session: Session, job: Job) -> float:
+    """The staleness grace period that applies to the job: its own, else the scheduler's."""
+    if job.staleness_grace_period is not None:
+        return job.staleness_grace_period
+    return session.config.staleness_grace_period
+
+
 class StaleGangEvictionAction:
     name = "stalegangeviction"
 
     def execute(self, session: Session) -> None:
-        grace = session.config.staleness_grace_period
         for job in session.snapshot.jobs:
+            grace = grace_period(session, job)
             stale = is_stale(session, job)
             if not stale:
                 if job.stale_since is not None:
@@ -49,9 +57,12 @@ class StaleGangEvictionAction:
             if not running:
                 continue
             alive = session.alive_count(job)
+            whose = (
+                "its own (stalenessGracePeriod)" if job.staleness_grace_period is not None else "the scheduler's"
+            )
             message = (
                 f"evicted by stalegangeviction: gang {job.key} has had {alive} of the {job.min_member} pods it "
-                f"needs (minMember) for {_seconds(session.now - since)}, longer than the staleness grace period "
+                f"needs (minMember) for {_seconds(session.now - since)}, longer than {whose} staleness grace period "
                 f"of {_seconds(grace)}; its remaining pods are stopped so their resources are not held idle"
             )
             stmt = Statement(session, action=self.name)

@@ -1,4 +1,11 @@
-"""The KAI PodGroup (`scheduling.run.ai/v2alpha2`): a gang of pods with a queue and a priority."""
+"""The KAI PodGroup (`scheduling.run.ai/v2alpha2`): a gang of pods with a queue and a priority.
+
+Besides the gang, a PodGroup carries per-workload scheduling knobs: `preemptionDelay` (how long a
+pending job waits before it may trigger evictions), `stalenessGracePeriod` (how long a gang may stay
+below its minimum before it is evicted) and `safeToConsolidate` (whether consolidation may move it).
+The pod grouper fills them from the `kai.scheduler/*` annotations of a workload's pods or owners;
+the parsers for those annotation values live here so both sides read them the same way.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +14,73 @@ from dataclasses import dataclass
 from typing import Any
 
 from kai.api.errors import Source
-from kai.api.fields import Reader
+from kai.api.fields import Reader, parse_duration
 from kai.api.meta import ObjectMeta, read_meta
 
 PREEMPTIBLE = "preemptible"
 NON_PREEMPTIBLE = "non-preemptible"
 STALE_TIMESTAMP_ANNOTATION = "kai.scheduler/stale-podgroup-timestamp"
 LAST_START_ANNOTATION = "kai.scheduler/last-start-timestamp"
+LAST_EVICTION_ANNOTATION = "kai.scheduler/last-eviction-timestamp"
+PREEMPTION_DELAY_ANNOTATION = "kai.scheduler/preemption-delay"
+STALENESS_GRACE_PERIOD_ANNOTATION = "kai.scheduler/staleness-grace-period"
+SAFE_TO_CONSOLIDATE_ANNOTATION = "kai.scheduler/safe-to-consolidate"
+
+# Go's strconv.ParseBool, which KAI uses for boolean annotation values.
+_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
+_FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
+
+
+def parse_preemption_delay(text: str) -> float:
+    """A preemption delay (a non-negative Go duration) in seconds; ValueError if invalid or negative."""
+    seconds = parse_duration(text)
+    if seconds < 0:
+        raise ValueError(f'must not be negative, got "{text}"')
+    return seconds
+
+
+def parse_staleness_grace_period(text: str) -> float:
+    """A staleness grace period (a Go duration; negative: never evict as stale) in seconds."""
+    return parse_duration(text)
+
+
+def parse_bool(text: str) -> bool:
+    """A boolean annotation value as Go's strconv.ParseBool reads it; ValueError otherwise."""
+    value = text.strip()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ValueError(f'must be "true" or "false", got "{text}"')
+
+
+def format_duration(seconds: float) -> str:
+    """Seconds as Go prints a time.Duration: `30s`, `5m0s`, `1h0m0s`, `1.5s`, `250ms`, `0s`."""
+    nanos = round(seconds * 1e9)
+    if nanos == 0:
+        return "0s"
+    sign = "-" if nanos < 0 else ""
+    nanos = abs(nanos)
+    if nanos < 1_000_000_000:
+        for unit, size in (("ms", 1_000_000), ("µs", 1_000), ("ns", 1)):
+            if nanos >= size:
+                return f"{sign}{_decimal(nanos, size)}{unit}"
+    hours, rest = divmod(nanos, 3_600_000_000_000)
+    minutes, rest = divmod(rest, 60_000_000_000)
+    text = f"{_decimal(rest, 1_000_000_000)}s"
+    if hours or minutes:
+        text = f"{minutes}m{text}"
+    if hours:
+        text = f"{hours}h{text}"
+    return sign + text
+
+
+def _decimal(value: int, unit: int) -> str:
+    whole, frac = divmod(value, unit)
+    if not frac:
+        return str(whole)
+    digits = len(str(unit)) - 1
+    return f"{whole}.{str(frac).rjust(digits, '0').rstrip('0')}"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -31,6 +98,9 @@ class PodGroup:
     priority_class_name: str
     preemptibility: str | None  # None: derived from the priority (< 100 is preemptible)
     sub_groups: tuple[SubGroup, ...]
+    preemption_delay: float | None = None  # seconds; None or 0: may trigger evictions at once
+    staleness_grace_period: float | None = None  # seconds; None: the scheduler's global period
+    safe_to_consolidate: bool = True
 
     @property
     def name(self) -> str:
@@ -48,6 +118,13 @@ def parse_podgroup(raw: Mapping[str, Any], *, source: Source | None) -> PodGroup
         raise spec.error(
             "preemptibility", f'must be "preemptible" or "non-preemptible", got "{preemptibility}"'
         )
+    preemption_delay = spec.duration("preemptionDelay")
+    if preemption_delay is not None and preemption_delay < 0:
+        raise spec.error(
+            "preemptionDelay", f'must not be negative, got "{spec.text("preemptionDelay")}"'
+        )
+    staleness_grace_period = spec.duration("stalenessGracePeriod")
+    safe_to_consolidate = spec.flag("safeToConsolidate", True)
     sub_groups = []
     seen: set[str] = set()
     for sub in spec.children("subGroups"):
@@ -79,4 +156,7 @@ def parse_podgroup(raw: Mapping[str, Any], *, source: Source | None) -> PodGroup
         priority_class_name=spec.text("priorityClassName"),
         preemptibility=preemptibility,
         sub_groups=tuple(sub_groups),
+        preemption_delay=preemption_delay,
+        staleness_grace_period=staleness_grace_period,
+        safe_to_consolidate=safe_to_consolidate,
     )

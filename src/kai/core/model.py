@@ -114,10 +114,24 @@ class Job:
     last_start: float | None
     stale_since: float | None
     problem: JobProblem | None = None
+    preemption_delay: float = 0.0  # seconds a pending job waits before it may trigger evictions
+    last_eviction: float | None = None  # when the scheduler last evicted pods of this job
+    staleness_grace_period: float | None = None  # None: the scheduler's global grace period
+    safe_to_consolidate: bool = True  # False: consolidation never moves this job
 
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+    @property
+    def preemption_delay_end(self) -> float | None:
+        """When the job may first trigger evictions: max(creation, last eviction) + delay; None without a delay."""
+        if self.preemption_delay <= 0:
+            return None
+        anchor = self.creation
+        if self.last_eviction is not None and self.last_eviction > anchor:
+            anchor = self.last_eviction
+        return anchor + self.preemption_delay
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

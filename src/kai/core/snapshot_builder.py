@@ -325,6 +325,10 @@ def build_snapshot(
                 last_start=_annotation_time(pg.meta.annotations, api_podgroup.LAST_START_ANNOTATION),
                 stale_since=_annotation_time(pg.meta.annotations, api_podgroup.STALE_TIMESTAMP_ANNOTATION),
                 problem=problem,
+                preemption_delay=pg.preemption_delay or 0.0,
+                last_eviction=_annotation_time(pg.meta.annotations, api_podgroup.LAST_EVICTION_ANNOTATION),
+                staleness_grace_period=pg.staleness_grace_period,
+                safe_to_consolidate=pg.safe_to_consolidate,
             )
         )
 

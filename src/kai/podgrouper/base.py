@@ -11,7 +11,9 @@ The default grouper (KAI ``defaultgrouper/default_grouper.go``) produces:
   * labels = the top owner's labels, plus ``user`` from the pod when the owner has none;
   * annotations = ``user`` from the pod's annotations, ``kai.scheduler/top-owner-metadata`` (the top
     owner's identity as YAML), then all of the top owner's annotations;
-  * topology constraint from the top owner's ``kai.scheduler/topology*`` annotations.
+  * topology constraint from the top owner's ``kai.scheduler/topology*`` annotations;
+  * preemption delay, staleness grace period and safe-to-consolidate from the
+    ``kai.scheduler/*`` annotations of the owners, then the pod (``workload_settings``).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from kai.podgrouper import config as cfg
-from kai.podgrouper import model, objects, priorities, queues, top_owner
+from kai.podgrouper import model, objects, priorities, queues, top_owner, workload_settings
 
 # list_pods(namespace, match_labels) -> the pods in namespace carrying all of match_labels.
 PodLister = Callable[[str, Mapping[str, str]], Sequence[Mapping[str, Any]]]
@@ -196,6 +198,7 @@ def default_metadata(
         pg_annotations[cfg.USER_LABEL_KEY] = annotated_user
     pg_annotations[cfg.TOP_OWNER_METADATA_ANNOTATION] = top_owner_metadata(base_obj)
     pg_annotations.update(objects.annotations(base_obj))
+    settings = workload_settings.resolve(owners=owners, pod=pod)
 
     return model.PodGroupMetadata(
         name=pod_group_name(obj=base_obj),
@@ -208,7 +211,10 @@ def default_metadata(
         labels=pg_labels,
         annotations=pg_annotations,
         topology=topology_from_annotations(objects.annotations(base_obj)),
-        warnings=warnings,
+        preemption_delay=settings.preemption_delay,
+        staleness_grace_period=settings.staleness_grace_period,
+        safe_to_consolidate=settings.safe_to_consolidate,
+        warnings=(*warnings, *settings.warnings),
     )
 
 

@@ -71,7 +71,9 @@ class PodGroupMetadata:
     ``min_member`` is the gang size: the scheduler starts none of the pods until that many fit. For
     elastic workloads it is the minimum (e.g. a PyTorchJob's ``elasticPolicy.minReplicas``); the
     scheduler grows the group pod by pod beyond it. ``pod_sub_group`` names the entry of
-    ``sub_groups`` the pod belongs to, or None.
+    ``sub_groups`` the pod belongs to, or None. ``preemption_delay``, ``staleness_grace_period``
+    (seconds) and ``safe_to_consolidate`` become the PodGroup's ``spec.preemptionDelay``,
+    ``spec.stalenessGracePeriod`` and ``spec.safeToConsolidate``; None leaves the field unset.
     """
 
     name: str
@@ -86,6 +88,9 @@ class PodGroupMetadata:
     labels: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
     topology: TopologyConstraint | None = None
+    preemption_delay: float | None = None
+    staleness_grace_period: float | None = None
+    safe_to_consolidate: bool | None = None
     warnings: tuple[GroupingWarning, ...] = ()
 
 

@@ -5,7 +5,8 @@ Each cycle at virtual time `now`:
 2. finish timed transitions (releasing pods leave, pods whose duration ran out succeed);
 3. let the emulated controllers create or recreate their pods;
 4. group new pods into PodGroups (the pod grouper);
-5. build a snapshot, run the scheduling cycle, apply its decisions;
+5. build a snapshot, run the scheduling cycle, apply its decisions (an eviction also stamps its
+   PodGroup's kai.scheduler/last-eviction-timestamp, which re-arms the PodGroup's preemption delay);
 6. advance the clock by the schedule period.
 """
 
@@ -27,7 +28,12 @@ from kai.api.manifest import ApiObject, ConfigMap, Namespace, Workload, group_of
 from kai.api.meta import ObjectMeta
 from kai.api.node import Node
 from kai.api.pod import Pod
-from kai.api.podgroup import LAST_START_ANNOTATION, STALE_TIMESTAMP_ANNOTATION, PodGroup
+from kai.api.podgroup import (
+    LAST_EVICTION_ANNOTATION,
+    LAST_START_ANNOTATION,
+    STALE_TIMESTAMP_ANNOTATION,
+    PodGroup,
+)
 from kai.api.priority import PriorityClass
 from kai.api.queue import Queue
 from kai.core.decisions import CycleResult, Event, Kind
@@ -458,6 +464,11 @@ class Simulation:
                 )
             )
             self._event("Warning", "Evicted", f"Pod/{eviction.pod}", eviction.message)
+            ns, name = eviction.podgroup.split("/", 1)
+            evicted_group = self.podgroups.get((ns, name))
+            if evicted_group is not None:
+                # the scheduler stamps every PodGroup it evicts (it re-arms the preemption delay)
+                self._annotate(evicted_group, LAST_EVICTION_ANNOTATION, format_timestamp(self.now))
             changed = True
         for start in result.starts:
             ns, name = start.podgroup.split("/", 1)

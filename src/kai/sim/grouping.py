@@ -61,6 +61,9 @@ def _podgroup(sim: Simulation, result: model.PodGroupMetadata) -> PodGroup:
         priority_class_name=result.priority_class_name,
         preemptibility=str(result.preemptibility) if result.preemptibility else None,
         sub_groups=tuple(SubGroup(name=s.name, min_member=s.min_member, parent=s.parent) for s in result.sub_groups),
+        preemption_delay=result.preemption_delay,
+        staleness_grace_period=result.staleness_grace_period,
+        safe_to_consolidate=result.safe_to_consolidate if result.safe_to_consolidate is not None else True,
     )
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from kai.api.fields import format_timestamp
+from kai.api.podgroup import format_duration
 from kai.api.priority import DEFAULT_PRIORITY_CLASS, PREEMPTIBLE_BELOW
 from kai.api.queue import QUEUE_RESOURCE_KEYS
 from kai.core.model import ALIVE, TaskStatus
@@ -144,6 +145,12 @@ def build(sim: Simulation) -> dict[str, Any]:
                 "running": running,
                 "pending": pending,
                 "conditions": list(group.conditions),
+                "preemptionDelay": format_duration(pg.preemption_delay) if pg.preemption_delay is not None else None,
+                "stalenessGracePeriod": (
+                    format_duration(pg.staleness_grace_period) if pg.staleness_grace_period is not None else None
+                ),
+                "safeToConsolidate": pg.safe_to_consolidate,
+                "annotations": dict(sorted(pg.meta.annotations.items())),
             }
         )
 

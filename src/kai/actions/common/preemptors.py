@@ -4,31 +4,65 @@ Jobs come in KAI's hierarchical queue order. A job is skipped when its queue alr
 `queueDepthPerAction` jobs tried in this action, or when an attempt with the same scheduling
 signature (or the same pod shape with fewer pods) already failed in this cycle. A job whose
 attempt succeeds loses its condition, and is tried again for its next pod if it is elastic.
+
+A job inside its preemption delay window (`PodGroup.spec.preemptionDelay`, counted from the later
+of its creation and the last time the scheduler evicted it) may not trigger evictions: it is left
+out of every action that evicts for it, and gets the `PreemptionDelayNotElapsed` condition. It still
+allocates into free capacity, and it can still be a victim.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 from kai.actions.common.job_order import JobsByQueue
 from kai.actions.common.victims import DepthCap, already_failed, signature
+from kai.api.fields import format_timestamp
+from kai.api.podgroup import format_duration
 from kai.core.decisions import JobStart
 from kai.core.model import Job, Task, TaskStatus
 from kai.core.session import Session
 
 Attempt = Callable[[Job, Sequence[Task]], bool]
 
+PREEMPTION_DELAY_NOT_ELAPSED = "PreemptionDelayNotElapsed"
+
+
+def within_preemption_delay(job: Job, now: float) -> bool:
+    """Is `now` still inside the job's preemption delay window?"""
+    end = job.preemption_delay_end
+    return end is not None and now < end
+
+
+def preemption_delay_message(job: Job) -> str:
+    end = job.preemption_delay_end
+    assert end is not None
+    return (
+        f"Workload is within its preemption delay window ({format_duration(job.preemption_delay)}) "
+        f"and may not trigger evictions before {format_timestamp(math.floor(end))}"
+    )
+
 
 def pending_jobs(session: Session, *, preemptible_only: bool = False) -> list[Job]:
-    """Jobs that may take resources from others: pending pods, a valid queue, allowed to preempt."""
+    """Jobs that may take resources from others: pending pods, a valid queue, allowed to preempt.
+
+    Jobs inside their preemption delay window are left out and get the PreemptionDelayNotElapsed
+    condition (one per job, however many actions ask).
+    """
     out = []
     for job in session.snapshot.jobs:
         if job.problem is not None or job.queue < 0 or not job.can_preempt:
             continue
         if preemptible_only and not job.preemptible:
             continue
-        if session.has_pending(job):
-            out.append(job)
+        if not session.has_pending(job):
+            continue
+        if within_preemption_delay(job, session.now):
+            if not session.not_ready(job):
+                session.record_condition(job, PREEMPTION_DELAY_NOT_ELAPSED, preemption_delay_message(job))
+            continue
+        out.append(job)
     return out
 
 
