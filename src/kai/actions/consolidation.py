@@ -28,6 +28,19 @@ EPS = 1e-9
 SPREAD = "spread"
 
 
+def free_gpus(session: Session) -> float:
+    """GPUs the cluster could give a job without evicting anyone for good: idle and releasing whole
+    GPUs plus the free room on shared devices (KAI's enough-allocatable-GPUs check)."""
+    whole = np.maximum(session.idle[:, GPU], 0.0).sum() + np.maximum(session.releasing[:, GPU], 0.0).sum()
+    shared = sum(
+        max(0.0, dev.room_now())
+        for devices in session.devices.values()
+        for dev in devices.values()
+        if not dev.all_releasing
+    )
+    return float(whole) + shared
+
+
 class ConsolidationAction:
     name = "consolidation"
 
@@ -36,21 +49,14 @@ class ConsolidationAction:
         if config.gpu_placement == SPREAD or config.cpu_placement == SPREAD:
             return
         jobs = preemptors.pending_jobs(session, preemptible_only=True)
-        pool = VictimPool(session)
         # jobs that are not safe to move never enter the victim order (KAI's consolidation victim filter)
-        for queue in list(pool.by_queue):
-            movable = [entry for entry in pool.by_queue[queue] if entry[1].safe_to_consolidate]
-            if movable:
-                pool.by_queue[queue] = movable
-            else:
-                del pool.by_queue[queue]
+        pool = VictimPool(session, admit=lambda job: job.safe_to_consolidate)
         if not pool.by_queue:
             return
 
         def attempt(job: Job, tasks: Sequence[Task]) -> bool:
-            need = float(sum(t.request[GPU] for t in tasks))
-            free = float(np.maximum(session.idle[:, GPU], 0.0).sum())
-            if need <= EPS or free < need - EPS:
+            need = float(sum(t.request[GPU] + t.gpu_portion * max(1, t.gpu_devices) for t in tasks))
+            if need <= EPS or free_gpus(session) < need - EPS:
                 return False
             request = session.job_request(list(tasks))
             if any(check(session, job, request) is not None for check in session.capacity_checks):

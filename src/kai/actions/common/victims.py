@@ -84,11 +84,12 @@ class VictimPool:
     pod is re-ranked with its new count, as KAI re-queues it.
     """
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Session, *, admit: Callable[[Job], bool] = lambda job: True) -> None:
+        """`admit` keeps jobs out of the pool altogether (they never enter the victim order)."""
         self.session = session
         self.by_queue: dict[int, list[tuple[tuple[int, int, float, int], Job]]] = {}
         for job in session.snapshot.jobs:
-            if is_candidate(session, job):
+            if admit(job) and is_candidate(session, job):
                 key = (job.priority, _bucket(job, session.alive_count(job)), -job.creation, -job.index)
                 self.by_queue.setdefault(job.queue, []).append((key, job))
         for entries in self.by_queue.values():
