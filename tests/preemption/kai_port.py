@@ -7,23 +7,32 @@ file); `render` turns one case into the manifests.yaml + expect.yaml pair that `
 `check-sim-cases` read, applying the KAI harness defaults:
 
 * nodes: 20 CPU, 20G memory, GPU memory 100 units (label `nvidia.com/gpu.memory: "100"`);
-* queues: CPU and memory quota/limit -1, GPU limit 0 means unlimited, GPU overQuotaWeight 0 unless
-  set, created in list order; without departments every queue hangs under `default` (GPU quota and
+* queues: CPU and memory quota/limit -1 unless set (`cpu`/`cpuLimit` in millicores, `memory`/`memoryLimit`
+  in MB, the Queue CRD's units, as KAI's DeservedCPUs/MaxAllowedCPUs/DeservedMemory/MaxAllowedMemory
+  are written straight into it), GPU limit 0 means unlimited, GPU overQuotaWeight 0 unless set,
+  created in list order; without departments every queue hangs under `default` (GPU quota and
   limit -1; KAI's weight -1 is written as 1, which the CRD accepts and which has no effect since
   `default` has no siblings); a department's GPU weight is its deserved GPUs;
 * jobs: minMember = number of tasks unless `min` is given; `age` in minutes sets the creation time;
   without it, as in KAI's harness, jobs are stably sorted by priority (highest first) and job i of
   N is N - i minutes old (jobs of the same age are ordered by name, as KAI breaks ties by UID); priorities 50, 75,
   100, 125 use KAI's default classes, other values get a PriorityClass of that value;
-* tasks: a node name means Running there, `~` means Pending;
+* tasks: a node name means Running there, `~` means Pending; a task written as a mapping takes `node`,
+  `subgroup`, `gpuGroup` and:
+  - `phase: Succeeded` or `phase: Failed` (KAI's finished task states): the pod is written with that
+    `status.phase` (and its `node` as `spec.nodeName` if given);
+  - `affinity: [node names]` (KAI's NodeAffinityNames): a required node affinity `kubernetes.io/hostname
+    In <names>` (KAI's harness matches its own per-node label holding the node name; same nodes);
+  - `priority: N` (KAI's TestTaskBasic.Priority): the pod label `kai.scheduler/task-priority: "N"`;
 * optional PodGroup settings per job: `preemptionDelay` and `stalenessGracePeriod` (Go durations,
   written to the PodGroup spec), `safeToConsolidate` (bool, spec), `lastEvictionMinutesAgo` (the
   `kai.scheduler/last-eviction-timestamp` annotation, like `startedMinutesAgo` for the last start).
 
 Expected states: `Running [node]` (KAI's Running or Binding), `Pipelined node`, `Releasing [node]`,
-`Pending`, `Moved node`, per job (all its pods; keyed by the job name as written) or per pod (keyed
-by the pod's Kubernetes name: the job name with `_` as `-`, then `-<i>`); any other key is an error.
-`Moved node` is a running
+`Pending`, `Moved node`, `Succeeded`, `Failed` (finished pods: the simulator reports no node for them,
+so none is checked even where KAI names one), per job (all its pods; keyed by the job name as written)
+or per pod (keyed by the pod's Kubernetes name: the job name with `_` as `-`, then `-<i>`); any other
+key is an error. `Moved node` is a running
 victim KAI's harness shows Pipelined on `node` (re-placed there); kai's simulator reports a moved
 pod as Releasing on its old node (sim contract), so the expectation is Releasing on the node the
 pod runs on, and `test_kai_port` checks that its eviction event names `node` as the destination.
@@ -49,7 +58,10 @@ CASES_DIR = HERE / "kai_cases"
 SCENARIOS = HERE.parent / "scenarios"
 BASE = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)  # the newest creation time: the simulation's "now"
 DEFAULT_CLASSES = {50: "train", 75: "build-preemptible", 100: "build", 125: "inference"}
-STATE = re.compile(r"^(Running|Pipelined|Releasing|Pending|Moved)(?:\s+(\S+))?$")
+STATE = re.compile(r"^(Running|Pipelined|Releasing|Pending|Moved|Succeeded|Failed)(?:\s+(\S+))?$")
+FINISHED = ("Succeeded", "Failed")
+HOSTNAME = "kubernetes.io/hostname"
+TASK_PRIORITY = "kai.scheduler/task-priority"
 
 
 def _stamp(when: datetime) -> str:
@@ -69,7 +81,7 @@ def _queue_doc(q: dict[str, Any], created: datetime, *, parent: str | None, weig
     spec: dict[str, Any] = {
         "resources": {
             "cpu": {"quota": q.get("cpu", -1), "limit": q.get("cpuLimit", -1), "overQuotaWeight": 1},
-            "memory": {"quota": -1, "limit": -1, "overQuotaWeight": 1},
+            "memory": {"quota": q.get("memory", -1), "limit": q.get("memoryLimit", -1), "overQuotaWeight": 1},
             "gpu": {"quota": q.get("deserved", 0), "limit": -1 if limit == 0 else limit, "overQuotaWeight": weight},
         }
     }
@@ -106,6 +118,8 @@ def _pod_doc(job: dict[str, Any], index: int, task: Any, created: datetime) -> d
         limits["nvidia.com/gpu"] = _num(gpus)
     if "subgroup" in task:
         labels["kai.scheduler/subgroup-name"] = task["subgroup"]
+    if "priority" in task:
+        labels[TASK_PRIORITY] = str(int(task["priority"]))
     node = task.get("node")
     if node and "gpuGroup" in task:
         labels["runai-gpu-group"] = task["gpuGroup"]
@@ -126,9 +140,18 @@ def _pod_doc(job: dict[str, Any], index: int, task: Any, created: datetime) -> d
         "metadata": meta,
         "spec": {"schedulerName": "kai-scheduler", "containers": [container]},
     }
+    if task.get("affinity"):
+        term = {"matchExpressions": [{"key": HOSTNAME, "operator": "In", "values": list(task["affinity"])}]}
+        doc["spec"]["affinity"] = {
+            "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}
+        }
+    if "phase" in task and task["phase"] not in FINISHED:
+        raise ValueError(f"job {job['name']} task {index}: phase must be one of {FINISHED}, not {task['phase']!r}")
+    phase = task.get("phase", "Running" if node else None)
     if node:
         doc["spec"]["nodeName"] = node
-        doc["status"] = {"phase": "Running"}
+    if phase is not None:
+        doc["status"] = {"phase": phase}
     return doc
 
 
@@ -137,6 +160,8 @@ def _expect_pod(state: str, *, running_on: str | None) -> dict[str, Any]:
     if m is None:
         raise ValueError(f"bad expected state {state!r}")
     phase, node = m.group(1), m.group(2)
+    if phase in FINISHED and node is not None:
+        raise ValueError(f"{state!r}: a finished pod's node is not reported, write {phase!r} alone")
     if phase == "Moved":
         if node is None or running_on is None:
             raise ValueError(f"{state!r} needs a destination node and a running pod")
@@ -256,7 +281,7 @@ def render(case: dict[str, Any], *, area: str) -> tuple[str, str, str]:
 
 def _running_node(task: Any) -> str | None:
     if isinstance(task, dict):
-        return str(task["node"]) if task.get("node") else None
+        return str(task["node"]) if task.get("node") and task.get("phase") not in FINISHED else None
     return str(task) if task else None
 
 
