@@ -24,6 +24,9 @@ file); `render` turns one case into the manifests.yaml + expect.yaml pair that `
   - `affinity: [node names]` (KAI's NodeAffinityNames): a required node affinity `kubernetes.io/hostname
     In <names>` (KAI's harness matches its own per-node label holding the node name; same nodes);
   - `priority: N` (KAI's TestTaskBasic.Priority): the pod label `kai.scheduler/task-priority: "N"`;
+* `minSubGroup: K` (KAI's root SubGroupSet.SetMinSubGroup): the PodGroup spec gets `minSubGroup` instead
+  of `minMember`; a subgroup written as a mapping `{minMember: N}` or `{minSubGroup: K, parent: P}`
+  nests the tree (a plain number is the leaf's `minMember`);
 * optional PodGroup settings per job: `preemptionDelay` and `stalenessGracePeriod` (Go durations,
   written to the PodGroup spec), `safeToConsolidate` (bool, spec), `lastEvictionMinutesAgo` (the
   `kai.scheduler/last-eviction-timestamp` annotation, like `startedMinutesAgo` for the last start).
@@ -155,6 +158,18 @@ def _pod_doc(job: dict[str, Any], index: int, task: Any, created: datetime) -> d
     return doc
 
 
+def _subgroup_doc(name: str, value: Any) -> dict[str, Any]:
+    """A subgroup entry: `name: <minMember>`, or `name: {minMember|minSubGroup: N, parent: P}`."""
+    if not isinstance(value, dict):
+        return {"name": name, "minMember": value}
+    unknown = set(value) - {"minMember", "minSubGroup", "parent"}
+    if unknown:
+        raise ValueError(f"subgroup {name}: unknown keys {sorted(unknown)}")
+    doc: dict[str, Any] = {"name": name}
+    doc.update({k: value[k] for k in ("minMember", "minSubGroup", "parent") if k in value})
+    return doc
+
+
 def _expect_pod(state: str, *, running_on: str | None) -> dict[str, Any]:
     m = STATE.match(state)
     if m is None:
@@ -239,15 +254,19 @@ def render(case: dict[str, Any], *, area: str) -> tuple[str, str, str]:
             annotations["kai.scheduler/last-eviction-timestamp"] = _stamp(evicted)
         if annotations:
             pg_meta["annotations"] = annotations
+        gang: dict[str, int] = (
+            {"minSubGroup": int(job["minSubGroup"])} if "minSubGroup" in job
+            else {"minMember": int(job.get("min", len(job["tasks"])))}
+        )
         spec: dict[str, Any] = {
-            "minMember": int(job.get("min", len(job["tasks"]))),
+            **gang,
             "queue": _k8s(job["queue"]),
             "priorityClassName": DEFAULT_CLASSES.get(priority, f"priority-{priority}"),
         }
         if "preemptible" in job:
             spec["preemptibility"] = "preemptible" if job["preemptible"] else "non-preemptible"
         if "subgroups" in job:
-            spec["subGroups"] = [{"name": n, "minMember": m} for n, m in job["subgroups"].items()]
+            spec["subGroups"] = [_subgroup_doc(n, m) for n, m in job["subgroups"].items()]
         for key in ("preemptionDelay", "stalenessGracePeriod", "safeToConsolidate"):
             if key in job:
                 spec[key] = job[key]

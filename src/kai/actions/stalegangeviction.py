@@ -1,7 +1,8 @@
 """The stalegangeviction action: a running gang that fell below its minimum is evicted whole.
 
 A job is stale when it has active pods, none of its pods succeeded, and it is below its gang
-minimum (in total or in some podset). The first cycle that sees it stale marks the PodGroup
+minimum (in total or in some podset; for a subgroup tree with `minSubGroup`, when fewer of its
+subgroups are satisfied than some level needs). The first cycle that sees it stale marks the PodGroup
 (`kai.scheduler/stale-podgroup-timestamp`); once it has been stale for the staleness grace period
 (60s by default, negative: never), all its active pods are evicted so its GPUs stop idling behind
 a gang that cannot run. A job that recovers loses the mark. A PodGroup's own
@@ -17,6 +18,7 @@ from kai.core.statement import Statement
 
 
 def is_stale(session: Session, job: Job) -> bool:
+    """Active, nothing succeeded, and the gang rule (flat minimums or the subgroup tree) is not met."""
     if session.alive_count(job) == 0:
         return False
     if any(session.status[t] == TaskStatus.SUCCEEDED for t in job.tasks):
@@ -60,10 +62,19 @@ class StaleGangEvictionAction:
             whose = (
                 "its own (stalenessGracePeriod)" if job.staleness_grace_period is not None else "the scheduler's"
             )
+            if job.subgroup_sets:
+                root = job.subgroup_sets[0]
+                satisfied = job.satisfied_members(0, session.podset_alive[job.index])
+                short = (
+                    f"{satisfied} of the {root.min_sub_group} top-level subgroups it needs (minSubGroup) "
+                    f"at their minimum"
+                )
+            else:
+                short = f"{alive} of the {job.min_member} pods it needs (minMember)"
             message = (
-                f"evicted by stalegangeviction: gang {job.key} has had {alive} of the {job.min_member} pods it "
-                f"needs (minMember) for {_seconds(session.now - since)}, longer than {whose} staleness grace period "
-                f"of {_seconds(grace)}; its remaining pods are stopped so their resources are not held idle"
+                f"evicted by stalegangeviction: gang {job.key} has had {short} for {_seconds(session.now - since)}, "
+                f"longer than {whose} staleness grace period of {_seconds(grace)}; its remaining pods are stopped "
+                "so their resources are not held idle"
             )
             stmt = Statement(session, action=self.name)
             for t in running:

@@ -5,6 +5,10 @@ pending job waits before it may trigger evictions), `stalenessGracePeriod` (how 
 below its minimum before it is evicted) and `safeToConsolidate` (whether consolidation may move it).
 The pod grouper fills them from the `kai.scheduler/*` annotations of a workload's pods or owners;
 the parsers for those annotation values live here so both sides read them the same way.
+
+Subgroups form a tree (`parent`). A leaf subgroup needs `minMember` pods; a subgroup with children
+(and the PodGroup itself, for its top-level subgroups) may instead set `minSubGroup`: it is then
+satisfied once that many of its direct children are. Without `minSubGroup` every child is needed.
 """
 
 from __future__ import annotations
@@ -88,6 +92,7 @@ class SubGroup:
     name: str
     min_member: int
     parent: str | None
+    min_sub_group: int | None = None  # children that must be satisfied; None: all of them
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -101,10 +106,33 @@ class PodGroup:
     preemption_delay: float | None = None  # seconds; None or 0: may trigger evictions at once
     staleness_grace_period: float | None = None  # seconds; None: the scheduler's global period
     safe_to_consolidate: bool = True
+    min_sub_group: int | None = None  # top-level subgroups that must be satisfied; None: minMember rules
 
     @property
     def name(self) -> str:
         return self.meta.name
+
+    @property
+    def has_subgroup_tree(self) -> bool:
+        """True when some level asks for only part of its children (`minSubGroup`)."""
+        return self.min_sub_group is not None or any(s.min_sub_group is not None for s in self.sub_groups)
+
+
+def tree_min_pods(sub_groups: tuple[SubGroup, ...], min_sub_group: int | None) -> int:
+    """The fewest pods that satisfy the subgroup tree: per level, the cheapest children it needs."""
+    children: dict[str | None, list[SubGroup]] = {}
+    for s in sub_groups:
+        children.setdefault(s.parent, []).append(s)
+
+    def level(kids: list[SubGroup], needed: int | None) -> int:
+        costs = sorted(need(k) for k in kids)
+        return sum(costs[: len(costs) if needed is None else needed])
+
+    def need(group: SubGroup) -> int:
+        kids = children.get(group.name)
+        return level(kids, group.min_sub_group) if kids else group.min_member
+
+    return level(children.get(None, []), min_sub_group)
 
 
 def parse_podgroup(raw: Mapping[str, Any], *, source: Source | None) -> PodGroup:
@@ -113,6 +141,17 @@ def parse_podgroup(raw: Mapping[str, Any], *, source: Source | None) -> PodGroup
     min_member = spec.integer("minMember", 1)
     if min_member < 1:
         raise spec.error("minMember", f"must be at least 1, got {min_member}")
+    min_sub_group: int | None = None
+    if spec.has("minSubGroup"):
+        if spec.has("minMember"):
+            raise spec.error(
+                "minSubGroup",
+                "cannot be combined with minMember (they are mutually exclusive): set minMember for a fixed "
+                "number of pods, or minSubGroup for a number of top-level subgroups",
+            )
+        min_sub_group = spec.integer("minSubGroup", 1)
+        if min_sub_group < 1:
+            raise spec.error("minSubGroup", f"must be at least 1, got {min_sub_group}")
     preemptibility = spec.text("preemptibility") or None
     if preemptibility not in (None, PREEMPTIBLE, NON_PREEMPTIBLE):
         raise spec.error(
@@ -137,7 +176,19 @@ def parse_podgroup(raw: Mapping[str, Any], *, source: Source | None) -> PodGroup
         sub_min = sub.integer("minMember", 1)
         if sub_min < 0:
             raise sub.error("minMember", f"must be at least 0, got {sub_min}")
-        sub_groups.append(SubGroup(name=name, min_member=sub_min, parent=sub.text("parent") or None))
+        sub_k: int | None = None
+        if sub.has("minSubGroup"):
+            if sub.has("minMember"):
+                raise sub.error(
+                    "minSubGroup",
+                    f'cannot be combined with minMember in subgroup "{name}" (they are mutually exclusive)',
+                )
+            sub_k = sub.integer("minSubGroup", 1)
+            if sub_k < 1:
+                raise sub.error("minSubGroup", f"must be at least 1, got {sub_k}")
+        sub_groups.append(
+            SubGroup(name=name, min_member=sub_min, parent=sub.text("parent") or None, min_sub_group=sub_k)
+        )
     by_name = {s.name: s for s in sub_groups}
     for i, group in enumerate(sub_groups):
         if group.parent is not None and group.parent not in by_name:
@@ -149,6 +200,32 @@ def parse_podgroup(raw: Mapping[str, Any], *, source: Source | None) -> PodGroup
                 raise spec.error(f"subGroups[{i}].parent", "subgroup parents form a cycle")
             seen_chain.add(cursor)
             cursor = by_name[cursor].parent
+    child_count: dict[str | None, int] = {}
+    for group in sub_groups:
+        child_count[group.parent] = child_count.get(group.parent, 0) + 1
+    for i, group in enumerate(sub_groups):
+        if group.min_sub_group is None:
+            continue
+        kids = child_count.get(group.name, 0)
+        if kids == 0:
+            raise spec.error(
+                f"subGroups[{i}].minSubGroup",
+                f'subgroup "{group.name}" has no child subgroups; a leaf subgroup sets minMember instead',
+            )
+        if group.min_sub_group > kids:
+            raise spec.error(
+                f"subGroups[{i}].minSubGroup",
+                f'is {group.min_sub_group} but subgroup "{group.name}" has only {kids} child subgroups',
+            )
+    if min_sub_group is not None:
+        top = child_count.get(None, 0)
+        if top == 0:
+            raise spec.error("minSubGroup", "needs subGroups: it counts the PodGroup's top-level subgroups")
+        if min_sub_group > top:
+            raise spec.error("minSubGroup", f"is {min_sub_group} but the PodGroup has only {top} top-level subgroups")
+    if min_sub_group is not None or any(s.min_sub_group is not None for s in sub_groups):
+        # as in KAI, the subgroup tree alone decides; minMember becomes the fewest pods that satisfy it
+        min_member = tree_min_pods(tuple(sub_groups), min_sub_group)
     return PodGroup(
         meta=meta,
         min_member=min_member,
@@ -159,4 +236,5 @@ def parse_podgroup(raw: Mapping[str, Any], *, source: Source | None) -> PodGroup
         preemption_delay=preemption_delay,
         staleness_grace_period=staleness_grace_period,
         safe_to_consolidate=safe_to_consolidate,
+        min_sub_group=min_sub_group,
     )

@@ -88,6 +88,22 @@ class PodSet:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class SubGroupSet:
+    """A level of a PodGroup's subgroup tree (index 0: the PodGroup itself) and its `minSubGroup` rule.
+
+    The set is satisfied when at least `min_sub_group` of its direct members are: a podset member
+    when it has its `min_available` pods, a set member by this same rule.
+    """
+
+    name: str
+    min_sub_group: int
+    members: tuple[tuple[bool, int], ...]  # (is a set, index into Job.subgroup_sets or Job.podsets), spec order
+
+
+Counts = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class JobProblem:
     """Why a job cannot be considered at all (e.g. its queue does not exist)."""
 
@@ -118,10 +134,34 @@ class Job:
     last_eviction: float | None = None  # when the scheduler last evicted pods of this job
     staleness_grace_period: float | None = None  # None: the scheduler's global grace period
     safe_to_consolidate: bool = True  # False: consolidation never moves this job
+    # the subgroup tree when some level sets minSubGroup; empty: every podset and min_member must be met
+    subgroup_sets: tuple[SubGroupSet, ...] = ()
 
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+    def gang_satisfied_by(self, counts: Counts) -> bool:
+        """Whether per-podset pod counts meet the gang: the subgroup tree's rule, else the flat one."""
+        if not self.subgroup_sets:
+            if int(counts.sum()) < self.min_member:
+                return False
+            return all(int(counts[i]) >= ps.min_available for i, ps in enumerate(self.podsets))
+        return self.set_satisfied(0, counts)
+
+    def set_satisfied(self, index: int, counts: Counts) -> bool:
+        group = self.subgroup_sets[index]
+        return self.satisfied_members(index, counts) >= group.min_sub_group
+
+    def satisfied_members(self, index: int, counts: Counts) -> int:
+        """How many direct members of subgroup set `index` the counts satisfy."""
+        return sum(1 for member in self.subgroup_sets[index].members if self.member_satisfied(member, counts))
+
+    def member_satisfied(self, member: tuple[bool, int], counts: Counts) -> bool:
+        is_set, i = member
+        if is_set:
+            return self.set_satisfied(i, counts)
+        return int(counts[i]) >= self.podsets[i].min_available
 
     @property
     def preemption_delay_end(self) -> float | None:

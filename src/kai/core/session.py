@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
@@ -16,7 +17,7 @@ import numpy.typing as npt
 
 from kai.core import gpu_devices
 from kai.core.decisions import Event, Eviction, JobCondition, JobStart, Placement, StaleMark
-from kai.core.model import ALIVE, BoolVector, Job, Matrix, Snapshot, Task, TaskStatus
+from kai.core.model import ALIVE, BoolVector, Counts, Job, Matrix, Snapshot, Task, TaskStatus
 from kai.core.resources import QUEUE_RESOURCES, Vector
 
 if TYPE_CHECKING:
@@ -250,10 +251,8 @@ class Session:
         return int(self.podset_alive[job.index].sum())
 
     def gang_satisfied(self, job: Job) -> bool:
-        alive = self.podset_alive[job.index]
-        if int(alive.sum()) < job.min_member:
-            return False
-        return all(int(alive[i]) >= ps.min_available for i, ps in enumerate(job.podsets))
+        """Whether the job's alive pods meet its gang (the subgroup tree's minSubGroup rule if it has one)."""
+        return job.gang_satisfied_by(self.podset_alive[job.index])
 
     @staticmethod
     def _task_order_key(task: Task) -> tuple[int, float, str]:
@@ -292,18 +291,25 @@ class Session:
         A pod exists while it is pending, placed, running or releasing. A job with such a podset (or
         fewer pods in all than its minMember) is not tried by any action: its gang could never start.
         """
-        exists = np.zeros(len(job.podsets), dtype=np.int64)
-        for t in job.tasks:
-            if self.snapshot.tasks[t].status <= TaskStatus.RELEASING:
-                exists[self.snapshot.tasks[t].podset] += 1
+        exists = self._existing(job)
         short = [
             (ps.name, ps.min_available, int(exists[i]))
             for i, ps in enumerate(job.podsets)
             if exists[i] < ps.min_available
         ]
+        if job.subgroup_sets:
+            # a subgroup tree is ready once enough children at every level could form their gangs
+            return [] if job.set_satisfied(0, exists) else short
         if not short and int(exists.sum()) < job.min_member:
             short.append((job.podsets[0].name if len(job.podsets) == 1 else "", job.min_member, int(exists.sum())))
         return short
+
+    def _existing(self, job: Job) -> npt.NDArray[np.int64]:
+        exists = np.zeros(len(job.podsets), dtype=np.int64)
+        for t in job.tasks:
+            if self.snapshot.tasks[t].status <= TaskStatus.RELEASING:
+                exists[self.snapshot.tasks[t].podset] += 1
+        return exists
 
     def tasks_to_allocate(self, job: Job) -> list[Task]:
         """The tasks of the next attempt: the whole missing gang, else one more task (elastic growth).
@@ -313,6 +319,8 @@ class Session:
         pending = self.pending_tasks(job)
         if not pending or self.not_ready(job):
             return []
+        if job.subgroup_sets:
+            return _TreeCollector(job, self.podset_alive[job.index], self._existing(job), pending).collect_set(0)
         if self.gang_satisfied(job):
             return pending[:1]
         alive = self.podset_alive[job.index]
@@ -345,3 +353,73 @@ class Session:
 
     def record_condition(self, job: Job, reason: str, message: str) -> None:
         self.conditions[job.index] = JobCondition(podgroup=job.key, reason=reason, message=message)
+
+
+class _TreeCollector:
+    """KAI's choice of tasks for a job with a subgroup tree (GetTasksToAllocate over a SubGroupSet).
+
+    Per level, members are ordered unsatisfied first, then satisfied ones by their fill ratio
+    (optional ones, with a zero minimum, last); ties keep the spec order. A level short of its
+    `minSubGroup` collects whole gangs from as many unsatisfied members as it still needs; a
+    satisfied level grows by its first member that yields anything: a short podset's whole gang,
+    else one pod.
+    """
+
+    def __init__(self, job: Job, alive: Counts, exists: Counts, pending: list[Task]) -> None:
+        self.job = job
+        self.alive = alive
+        self.exists = exists
+        self.pending: dict[int, list[Task]] = {}
+        for task in pending:
+            self.pending.setdefault(task.podset, []).append(task)
+
+    def _count_and_threshold(self, member: tuple[bool, int]) -> tuple[int, int]:
+        is_set, i = member
+        if is_set:
+            return self.job.satisfied_members(i, self.alive), self.job.subgroup_sets[i].min_sub_group
+        return int(self.alive[i]), self.job.podsets[i].min_available
+
+    def _order_key(self, member: tuple[bool, int]) -> tuple[int, Fraction]:
+        count, threshold = self._count_and_threshold(member)
+        if count < threshold:
+            return (0, Fraction(0))
+        if threshold == 0:
+            return (2, Fraction(count))
+        return (1, Fraction(count, threshold))
+
+    def collect_set(self, index: int) -> list[Task]:
+        job = self.job
+        if not job.set_satisfied(index, self.exists):
+            return []
+        group = job.subgroup_sets[index]
+        members = sorted(group.members, key=self._order_key)  # stable: ties keep the spec order
+        if not job.set_satisfied(index, self.alive):
+            wanted = group.min_sub_group - job.satisfied_members(index, self.alive)
+            tasks: list[Task] = []
+            for member in members:
+                if wanted <= 0:
+                    break
+                if job.member_satisfied(member, self.alive):
+                    continue
+                got = self._collect(member)
+                if got:
+                    tasks += got
+                    wanted -= 1
+            return tasks
+        for member in members:
+            got = self._collect(member)
+            if got:
+                return got
+        return []
+
+    def _collect(self, member: tuple[bool, int]) -> list[Task]:
+        is_set, i = member
+        if is_set:
+            return self.collect_set(i)
+        pending = self.pending.get(i, [])
+        if not pending:
+            return []
+        short = self.job.podsets[i].min_available - int(self.alive[i])
+        if short > 0:
+            return pending[:short] if len(pending) >= short else []
+        return pending[:1]

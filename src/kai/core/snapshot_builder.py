@@ -30,6 +30,7 @@ from kai.core.model import (
     Queue,
     SharedGpu,
     Snapshot,
+    SubGroupSet,
     Task,
     TaskStatus,
 )
@@ -167,6 +168,28 @@ def _missing_queue_message(
     )
 
 
+def _subgroup_sets(pg: api_podgroup.PodGroup, podset_names: list[str]) -> tuple[SubGroupSet, ...]:
+    """The PodGroup's subgroup tree: the PodGroup itself (index 0), then each subgroup with children.
+
+    A level without `minSubGroup` needs all its direct members, as in KAI.
+    """
+    parents = [None, *(s.name for s in pg.sub_groups if s.name not in podset_names)]
+    set_index = {name: i for i, name in enumerate(parents)}
+    minimum = {s.name: s.min_sub_group for s in pg.sub_groups}
+    sets = []
+    for name in parents:
+        members = tuple(
+            (s.name in set_index, set_index[s.name] if s.name in set_index else podset_names.index(s.name))
+            for s in pg.sub_groups
+            if s.parent == name
+        )
+        wanted = pg.min_sub_group if name is None else minimum[name]
+        sets.append(
+            SubGroupSet(name=name or "", min_sub_group=len(members) if wanted is None else wanted, members=members)
+        )
+    return tuple(sets)
+
+
 def build_snapshot(
     *,
     now: float,
@@ -250,6 +273,7 @@ def build_snapshot(
         leaves = [s for s in pg.sub_groups if s.name not in parents]
         podset_names = [s.name for s in leaves] or ["default"]
         podset_mins = [s.min_member for s in leaves] or [pg.min_member]
+        subgroup_sets = _subgroup_sets(pg, podset_names) if pg.has_subgroup_tree else ()
         podset_tasks: list[list[int]] = [[] for _ in podset_names]
         job_tasks: list[int] = []
         for ps in states:
@@ -329,6 +353,7 @@ def build_snapshot(
                 last_eviction=_annotation_time(pg.meta.annotations, api_podgroup.LAST_EVICTION_ANNOTATION),
                 staleness_grace_period=pg.staleness_grace_period,
                 safe_to_consolidate=pg.safe_to_consolidate,
+                subgroup_sets=subgroup_sets,
             )
         )
 

@@ -58,10 +58,20 @@ def protected_by_guards(session: Session, action: str, preemptor: Job, victim: J
 def _surplus_task(
     session: Session, job: Job, running: list[int], alive: npt.NDArray[np.int64]
 ) -> int | None:
-    """The last running pod (in task order) whose eviction keeps every podset and the job at its minimum."""
+    """The last running pod (in task order) whose eviction keeps every podset and the job at its minimum.
+
+    For a job with a subgroup tree (minSubGroup), a pod whose eviction keeps the tree satisfied.
+    """
     if int(alive.sum()) <= job.min_member:
         return None
     tasks = session.snapshot.tasks
+    if job.subgroup_sets:
+        for t in reversed(running):
+            after = alive.copy()
+            after[tasks[t].podset] -= 1
+            if job.gang_satisfied_by(after):
+                return t
+        return None
     for t in reversed(running):
         podset = tasks[t].podset
         if int(alive[podset]) > job.podsets[podset].min_available:
