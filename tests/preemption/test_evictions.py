@@ -95,3 +95,11 @@ def test_min_runtime_over_allows_preemption() -> None:
     )
     sim.run(cycles=1, until_idle=False, max_time=0)
     assert set(evicted(output.build(sim))) == {"default/train-0"}
+
+
+def test_victim_with_subgroup_tree_gets_back_only_what_its_tree_needs() -> None:
+    """minSubGroup 1 of 2: one subgroup is moved to the free node, the other is evicted for good."""
+    doc = run("minsubgroup-victim-moves-one-subgroup", actions=("allocate", "preempt"))
+    moved = {pod for pod, text in messages(doc).items() if "moved to node-b" in text}
+    assert moved == {"default/batch-a0", "default/batch-a1"}
+    assert set(evicted(doc)) == {f"default/batch-{p}" for p in ("a0", "a1", "b0", "b1")}

@@ -109,6 +109,8 @@ class _Search:
         s = self.session
         tasks = s.snapshot.tasks
         alive = s.podset_alive[victim.index]
+        if victim.subgroup_sets:
+            return self._to_replace_tree(victim, evicted)
         short = [max(0, ps.min_available - int(alive[i])) for i, ps in enumerate(victim.podsets)]
         chosen: list[int] = []
         rest: list[int] = []
@@ -125,6 +127,25 @@ class _Search:
         if not chosen:
             chosen = evicted[:1]
         return sorted(chosen, key=evicted.index)
+
+    def _to_replace_tree(self, victim: Job, evicted: list[int]) -> list[int]:
+        """For a job with a subgroup tree (`minSubGroup`): evicted pods in task order, those of subgroups
+        below their minimum first, until the tree is satisfied again; one pod if it still is."""
+        counts = self.session.podset_alive[victim.index].copy()
+        if victim.gang_satisfied_by(counts):
+            return evicted[:1]
+        tasks = self.session.snapshot.tasks
+        chosen: list[int] = []
+        for needy in (True, False):
+            for t in evicted:
+                podset = tasks[t].podset
+                if t in chosen or (needy and counts[podset] >= victim.podsets[podset].min_available):
+                    continue
+                chosen.append(t)
+                counts[podset] += 1
+                if victim.gang_satisfied_by(counts):
+                    return sorted(chosen, key=evicted.index)
+        return chosen
 
     def _replace_job(
         self, victim: Job, job_units: list[VictimUnit], back: list[int], placed: dict[int, int]
