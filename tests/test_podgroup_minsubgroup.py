@@ -5,11 +5,9 @@ from __future__ import annotations
 import pathlib
 
 import pytest
-import yaml
-from click.testing import CliRunner
 
 from kai.api import podgroup as api_podgroup
-from kai.cli.main import main
+from tests.input_errors import sim_input_error
 
 
 def _pg(spec: dict[str, object]) -> dict[str, object]:
@@ -67,12 +65,7 @@ BAD = [
 def test_bad_min_sub_group_exits_2_naming_the_field(
     spec: dict[str, object], message: str, tmp_path: pathlib.Path
 ) -> None:
-    path = tmp_path / "bad.yaml"
-    path.write_text(yaml.safe_dump(_pg(spec)))
-    result = CliRunner().invoke(main, ["sim", "-f", str(path), "-o", "json"])
-    assert result.exit_code == 2
-    assert str(path) in result.stderr
-    assert message in result.stderr
+    assert message in sim_input_error(tmp_path, _pg(spec))
 
 
 @pytest.mark.parametrize(

@@ -22,6 +22,7 @@ from kai.api.fields import parse_timestamp
 from kai.cli.main import main
 from kai.core.model import Job
 from kai.podgrouper import workload_settings
+from tests.input_errors import sim_input_error
 
 START = "2026-01-01T00:00:00Z"
 
@@ -71,13 +72,7 @@ BAD_SPECS = [
 @pytest.mark.parametrize(("spec", "message"), BAD_SPECS, ids=[m.split(": ")[1] + "-" + str(i) for i, (_, m) in
                                                               enumerate(BAD_SPECS)])
 def test_bad_spec_value_is_an_input_error(spec: dict[str, Any], message: str, tmp_path: pathlib.Path) -> None:
-    path = tmp_path / "bad.yaml"
-    path.write_text(yaml.safe_dump(_pg(spec)))
-    result = CliRunner().invoke(main, ["sim", "-f", str(path), "-o", "json"])
-    assert result.exit_code == 2
-    assert str(path) in result.stderr
-    assert message in result.stderr
-    assert "Traceback" not in result.stderr
+    assert message in sim_input_error(tmp_path, _pg(spec))
 
 
 @pytest.mark.parametrize(
