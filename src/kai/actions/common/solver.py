@@ -4,14 +4,17 @@ Victim units (see `kai.actions.common.victims`) are added one at a time, in vict
 only counted at first: per node, what the victims taken so far would free, and how many preemptor
 pods (per pod shape) each node could then hold. A scenario is simulated, inside the statement,
 only when the newest victim makes room for one more preemptor pod and the nodes could then hold
-every pod. The simulation evicts the victims on nodes where they make room (as KAI builds its
-scenarios per node, pruning nodes that cannot host the preemptor even with their victims gone),
-places the preemptor's attempt (pipelined onto the resources being released where needed), keeps
-only the victims on the nodes it used, then re-places every one of them if it can be: back on its
-own node (it was not needed and stays), or elsewhere (it is moved: evicted, and pipelined on its
-new node). The action's validator judges the scenario; the first valid one wins. It is then
-replayed cleanly so that victims which could stay are not evicted at all, and every eviction
-carries its message. Between scenarios the statement is back where it started.
+every pod: first with the victims on one node of the newest victim at a time, then with every
+victim on a node where victims make room (as KAI tries the latest victim's nodes first).
+
+A simulation is KAI's virtual allocation: the victims are evicted, then the preemptor and the
+victim jobs are placed together in the session's job order, each victim job getting back (in task
+order, all or none) the pods its gang minimum needs, or one pod if it only lost surplus pods; its
+other evicted pods are lost. Victims on nodes the preemptor does not use are then left out and the
+scenario simulated again. The action's validator judges what is really lost; the first valid
+scenario wins. It is replayed (simulations are deterministic) so that victims which could stay are
+not evicted at all and every eviction carries its message. Between scenarios the statement is back
+where it started.
 """
 
 from __future__ import annotations
@@ -42,10 +45,6 @@ class Scenario:
     tasks: tuple[int, ...]
     lost: tuple[VictimUnit, ...]
     moved: dict[int, int] = field(default_factory=dict)
-
-    @property
-    def lost_tasks(self) -> list[int]:
-        return [t for unit in self.lost for t in unit.tasks]
 
 
 Validator = Callable[[Scenario], bool]
@@ -80,14 +79,13 @@ def _capacity(free: np.ndarray, shapes: np.ndarray) -> np.ndarray:
 
 class _Search:
     def __init__(
-        self, session: Session, stmt: Statement, *, preemptor: Job, tasks: Sequence[Task], replace_victims: bool
+        self, session: Session, stmt: Statement, *, preemptor: Job, tasks: Sequence[Task]
     ) -> None:
         self.session = session
         self.stmt = stmt
         self.preemptor = preemptor
         self.tasks = list(tasks)
         self.task_indices = tuple(t.index for t in tasks)
-        self.replace_victims = replace_victims
 
     def capacity_ok(self) -> bool:
         s = self.session
@@ -184,11 +182,6 @@ class _Search:
         for unit in units:
             by_job.setdefault(unit.job, []).append(unit)
         jobs = s.snapshot.jobs
-        if not self.replace_victims:
-            if not self.capacity_ok() or not self.place_preemptor():
-                return None
-            lost_all = tuple(units)
-            return Scenario(preemptor=self.preemptor, tasks=self.task_indices, lost=lost_all), set()
         # each victim job gets back, in task order, the pods its gang minimum needs (or one pod if it
         # only lost surplus pods); the preemptor and the victim jobs go in the session's job order,
         # a victim job's attempt being those pods (KAI's virtual allocation of preemptor and victims)
@@ -225,11 +218,10 @@ def solve(
     units: Iterable[VictimUnit],
     validate: Validator,
     message: Messenger,
-    replace_victims: bool = True,
     max_victim_tasks: int = 0,
 ) -> Scenario | None:
     """Find the first valid scenario and leave it applied in `stmt` (uncommitted); None leaves `stmt` as it was."""
-    search = _Search(session, stmt, preemptor=preemptor, tasks=tasks, replace_victims=replace_victims)
+    search = _Search(session, stmt, preemptor=preemptor, tasks=tasks)
     start = stmt.checkpoint()
     mask = _mask(session, tasks)
     shapes, counts = _shapes(tasks)
