@@ -72,6 +72,32 @@ class StaleMark:
     since: float | None
 
 
+Triple = tuple[float, float, float]  # (gpu devices, cpu millicores, memory bytes)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class QueueFigures:
+    """A queue's numbers as the cycle leaves them, rolled up from its descendants.
+
+    `allocated` and `allocated_non_preemptible` hold the pods bound once the cycle's decisions are
+    applied (pipelined and releasing pods excluded); `requested` adds the pods still waiting.
+    """
+
+    fair_share: Triple
+    allocated: Triple
+    allocated_non_preemptible: Triple
+    requested: Triple
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class JobFigures:
+    """A PodGroup's resources as the cycle leaves them (same rules as `QueueFigures`)."""
+
+    allocated: Triple
+    allocated_non_preemptible: Triple
+    requested: Triple
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class CycleResult:
     placements: tuple[Placement, ...]
@@ -80,4 +106,9 @@ class CycleResult:
     events: tuple[Event, ...]
     starts: tuple[JobStart, ...]
     stale_marks: tuple[StaleMark, ...]
-    fair_share: dict[str, tuple[float, float, float]]  # queue -> (gpu, cpu millicores, memory bytes)
+    queues: dict[str, QueueFigures]  # by queue name, every queue of the snapshot
+    jobs: dict[str, JobFigures]  # by PodGroup namespace/name
+
+    @property
+    def fair_share(self) -> dict[str, Triple]:
+        return {name: figures.fair_share for name, figures in self.queues.items()}

@@ -2,13 +2,17 @@
 
 1. Open a session over the snapshot; every plugin registers its callbacks.
 2. Run the configured actions in order.
-3. Close the session: collect placements, evictions, conditions and events as data.
+3. Close the session: collect placements, evictions, conditions and events as data, with the
+   queues' and PodGroups' figures as the decisions leave them (what a cluster's Queue and PodGroup
+   status show, so the simulator and a real cluster can never disagree).
 """
 
 from __future__ import annotations
 
-from kai.core.decisions import CycleResult
-from kai.core.model import Snapshot
+import numpy as np
+
+from kai.core.decisions import CycleResult, JobFigures, QueueFigures, Triple
+from kai.core.model import Matrix, Snapshot, TaskStatus
 from kai.core.session import SchedulerConfig, Session
 from kai.scheduler import registry
 
@@ -29,6 +33,7 @@ def run_cycle(snapshot: Snapshot, config: SchedulerConfig) -> CycleResult:
         if action is not None:
             action.execute(session)
     # 3. close: decisions leave as data
+    queues, jobs = _figures(session)
     return CycleResult(
         placements=tuple(session.placements),
         evictions=tuple(session.evictions),
@@ -36,12 +41,55 @@ def run_cycle(snapshot: Snapshot, config: SchedulerConfig) -> CycleResult:
         events=tuple(session.events),
         starts=tuple(session.starts),
         stale_marks=tuple(session.stale_marks),
-        fair_share={
-            q.name: (
-                float(session.fair_share[q.index, 0]),
-                float(session.fair_share[q.index, 1]),
-                float(session.fair_share[q.index, 2]),
-            )
-            for q in snapshot.queues
-        },
+        queues=queues,
+        jobs=jobs,
     )
+
+
+def _triple(row: Matrix) -> Triple:
+    return (float(row[0]), float(row[1]), float(row[2]))
+
+
+def _figures(session: Session) -> tuple[dict[str, QueueFigures], dict[str, JobFigures]]:
+    """Per-job and per-queue resources once the cycle's decisions are applied.
+
+    Bound pods (bound before or in this cycle) are allocated; pipelined and pending pods are only
+    requested; releasing and finished pods count for neither. Queue figures roll up the tree.
+    """
+    snapshot = session.snapshot
+    n_jobs, n_queues = len(snapshot.jobs), len(snapshot.queues)
+    job_of = np.fromiter((t.job for t in snapshot.tasks), dtype=np.int64, count=len(snapshot.tasks))
+    bound = np.isin(session.status, (TaskStatus.ALLOCATED, TaskStatus.RUNNING))
+    wanted = bound | np.isin(session.status, (TaskStatus.PENDING, TaskStatus.PIPELINED))
+    job_allocated = np.zeros((n_jobs, 3))
+    job_requested = np.zeros((n_jobs, 3))
+    np.add.at(job_allocated, job_of[bound], session.task_charge[bound])
+    np.add.at(job_requested, job_of[wanted], session.task_charge[wanted])
+    preemptible = np.fromiter((j.preemptible for j in snapshot.jobs), dtype=np.bool_, count=n_jobs)
+    job_allocated_np = np.where(preemptible[:, None], 0.0, job_allocated)
+    leaf = np.fromiter((j.queue for j in snapshot.jobs), dtype=np.int64, count=n_jobs)
+    queued = leaf >= 0
+    own = np.zeros((3, n_queues, 3))
+    for k, per_job in enumerate((job_allocated, job_allocated_np, job_requested)):
+        np.add.at(own[k], leaf[queued], per_job[queued])
+    rolled = np.zeros_like(own)
+    for q in range(n_queues):
+        rolled[:, session.ancestors(q)] += own[:, q][:, None, :]
+    queues = {
+        q.name: QueueFigures(
+            fair_share=_triple(session.fair_share[q.index]),
+            allocated=_triple(rolled[0, q.index]),
+            allocated_non_preemptible=_triple(rolled[1, q.index]),
+            requested=_triple(rolled[2, q.index]),
+        )
+        for q in snapshot.queues
+    }
+    jobs = {
+        job.key: JobFigures(
+            allocated=_triple(job_allocated[job.index]),
+            allocated_non_preemptible=_triple(job_allocated_np[job.index]),
+            requested=_triple(job_requested[job.index]),
+        )
+        for job in snapshot.jobs
+    }
+    return queues, jobs

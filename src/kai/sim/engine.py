@@ -36,7 +36,7 @@ from kai.api.podgroup import (
 )
 from kai.api.priority import PriorityClass
 from kai.api.queue import Queue
-from kai.core.decisions import CycleResult, Event, Kind
+from kai.core.decisions import CycleResult, Event, Kind, QueueFigures
 from kai.core.model import TaskStatus
 from kai.core.session import SchedulerConfig
 from kai.core.snapshot_builder import BuiltSnapshot, PodState, build_snapshot
@@ -110,7 +110,7 @@ class Simulation:
         self.ledger = binder.DeviceLedger()
         self.configmaps: dict[tuple[str, str], ConfigMap] = {}
         self.totals = Totals()
-        self.fair_share: dict[str, tuple[float, float, float]] = {}
+        self.queue_figures: dict[str, QueueFigures] = {}  # as the last cycle left them
         self.warnings: list[str] = []
         self._uid_counter = itertools.count(1)
         self._pending: list[tuple[float, int, ApiObject, Mapping[str, Any]]] = []
@@ -421,7 +421,7 @@ class Simulation:
 
     def _apply(self, result: CycleResult) -> bool:
         changed = False
-        self.fair_share = result.fair_share
+        self.queue_figures = result.queues
         for placement in result.placements:
             sim = self.pods[placement.pod]
             if placement.kind is Kind.BIND:

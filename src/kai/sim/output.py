@@ -14,6 +14,7 @@ from kai.api.fields import format_timestamp
 from kai.api.podgroup import format_duration
 from kai.api.priority import DEFAULT_PRIORITY_CLASS, PREEMPTIBLE_BELOW
 from kai.api.queue import QUEUE_RESOURCE_KEYS
+from kai.core.decisions import QueueFigures
 from kai.core.model import ALIVE, TaskStatus
 from kai.core.resources import MB
 from kai.sim.engine import Simulation
@@ -33,42 +34,29 @@ def _num(value: float) -> float:
     return float(round(value, 9))
 
 
+NO_FIGURES = QueueFigures(
+    fair_share=(0.0, 0.0, 0.0),
+    allocated=(0.0, 0.0, 0.0),
+    allocated_non_preemptible=(0.0, 0.0, 0.0),
+    requested=(0.0, 0.0, 0.0),
+)  # a queue the last cycle did not see (its parent chain is broken)
+
+
 def _queue_vector(values: np.ndarray | tuple[float, float, float]) -> dict[str, float]:
     gpu, cpu, memory = (float(v) for v in values)
     return {"gpu": _num(gpu), "cpu": _num(cpu), "memory": _num(memory / MB if memory != -1 else -1.0)}
-
-
-def _charge(sim: Simulation, key: str) -> np.ndarray:
-    p = sim.pods[key]
-    req = p.pod.requests
-    gpu = req.get("nvidia.com/gpu", 0.0)
-    share = p.pod.gpu_share
-    if share is not None:
-        if share.fraction is not None:
-            gpu += share.fraction * share.num_devices
-        elif p.gpu_portion:
-            gpu += p.gpu_portion * share.num_devices
-        elif share.memory_mib:
-            memory = min((n.gpu_memory_mib for n in sim.nodes.values()), default=100)
-            gpu += share.memory_mib / memory * share.num_devices
-    return np.array([gpu, req.get("cpu", 0.0), req.get("memory", 0.0)])
 
 
 def build(sim: Simulation) -> dict[str, Any]:
     pods_out = []
     group_counts: dict[tuple[str, str], list[int]] = {}
     queue_of: dict[tuple[str, str], str] = {k: g.podgroup.queue for k, g in sim.podgroups.items()}
-    allocated: dict[str, np.ndarray] = {}
-    allocated_np: dict[str, np.ndarray] = {}
-    requested: dict[str, np.ndarray] = {}
     preemptible_of: dict[tuple[str, str], bool] = {}
     for key, group in sim.podgroups.items():
         pg = group.podgroup
         pc = sim.priority_classes.get(pg.priority_class_name or DEFAULT_PRIORITY_CLASS)
         value = pc.value if pc is not None else 50
-        preemptible_of[key] = (
-            (pg.preemptibility == "preemptible") if pg.preemptibility else value < PREEMPTIBLE_BELOW
-        )
+        preemptible_of[key] = (pg.preemptibility == "preemptible") if pg.preemptibility else value < PREEMPTIBLE_BELOW
     for pod_key in sorted(sim.pods, key=lambda k: (sim.pods[k].pod.namespace, sim.pods[k].pod.name)):
         p = sim.pods[pod_key]
         group_key = (p.pod.namespace, p.podgroup) if p.podgroup else None
@@ -106,17 +94,6 @@ def build(sim: Simulation) -> dict[str, Any]:
                 counts[2] += 1
             elif p.status == TaskStatus.FAILED:
                 counts[3] += 1
-            if queue is not None and p.status in (
-                TaskStatus.RUNNING,
-                TaskStatus.PIPELINED,
-                TaskStatus.PENDING,
-            ):
-                charge = _charge(sim, pod_key)
-                requested[queue] = requested.get(queue, np.zeros(3)) + charge
-                if p.status == TaskStatus.RUNNING:
-                    allocated[queue] = allocated.get(queue, np.zeros(3)) + charge
-                    if not preemptible_of[group_key]:
-                        allocated_np[queue] = allocated_np.get(queue, np.zeros(3)) + charge
     groups_out = []
     for key in sorted(sim.podgroups):
         group = sim.podgroups[key]
@@ -154,13 +131,6 @@ def build(sim: Simulation) -> dict[str, Any]:
             }
         )
 
-    # queue figures roll up to the parents
-    def rolled(source: dict[str, np.ndarray], name: str) -> np.ndarray:
-        total = source.get(name, np.zeros(3)).copy()
-        for child in children.get(name, []):
-            total += rolled(source, child)
-        return total
-
     children: dict[str, list[str]] = {}
     for q in sim.queues.values():
         if q.parent is not None:
@@ -171,7 +141,7 @@ def build(sim: Simulation) -> dict[str, Any]:
         quota = [q.resources[k].quota for k in QUEUE_RESOURCE_KEYS]
         limit = [q.resources[k].limit for k in QUEUE_RESOURCE_KEYS]
         weight = [q.resources[k].over_quota_weight for k in QUEUE_RESOURCE_KEYS]
-        fair = sim.fair_share.get(name, (0.0, 0.0, 0.0))
+        figures = sim.queue_figures.get(name, NO_FIGURES)
         queues_out.append(
             {
                 "name": name,
@@ -181,10 +151,10 @@ def build(sim: Simulation) -> dict[str, Any]:
                 "quota": {k: _num(v) for k, v in zip(QUEUE_RESOURCE_KEYS, quota, strict=True)},
                 "limit": {k: _num(v) for k, v in zip(QUEUE_RESOURCE_KEYS, limit, strict=True)},
                 "overQuotaWeight": {k: _num(v) for k, v in zip(QUEUE_RESOURCE_KEYS, weight, strict=True)},
-                "fairShare": _queue_vector(fair),
-                "allocated": _queue_vector(rolled(allocated, name)),
-                "allocatedNonPreemptible": _queue_vector(rolled(allocated_np, name)),
-                "requested": _queue_vector(rolled(requested, name)),
+                "fairShare": _queue_vector(figures.fair_share),
+                "allocated": _queue_vector(figures.allocated),
+                "allocatedNonPreemptible": _queue_vector(figures.allocated_non_preemptible),
+                "requested": _queue_vector(figures.requested),
             }
         )
     evictions = [
