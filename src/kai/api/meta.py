@@ -28,6 +28,7 @@ class ObjectMeta:
     annotations: Mapping[str, str] = field(default_factory=dict)
     owner_references: tuple[OwnerReference, ...] = ()
     creation_timestamp: float | None = None
+    deletion_timestamp: float | None = None  # set once deletion was asked for (the object is terminating)
 
 
 def read_meta(raw: Mapping[str, Any], *, source: Source | None, kind: str, namespaced: bool) -> ObjectMeta:
@@ -59,4 +60,5 @@ def read_meta(raw: Mapping[str, Any], *, source: Source | None, kind: str, names
         annotations=reader.string_map("annotations"),
         owner_references=tuple(owners),
         creation_timestamp=reader.timestamp("creationTimestamp"),
+        deletion_timestamp=reader.timestamp("deletionTimestamp"),
     )

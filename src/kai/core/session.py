@@ -83,6 +83,7 @@ class SchedulerConfig:
     k_value: float = 1.0
     queue_depth_per_action: int = 0  # 0: unlimited
     plugins: dict[str, dict[str, object]] = field(default_factory=dict)
+    eviction_mode: str = "delete"  # on a cluster: delete the pod, or "eviction" through the Eviction API
 
 
 class Session:

@@ -1,29 +1,15 @@
-"""The simulator's binder: what KAI's binder and the device plugin write onto a bound pod.
+"""The simulator's device plugin: which physical GPUs of its node a bound pod gets.
 
-For every bound pod it records which physical GPU indices of the node the pod uses (whole GPUs
-for `nvidia.com/gpu` requests, one device per shared GPU group for fractions) and the outputs a
-real GPU stack consumes: the `runai-gpu-group` label (plus `runai-gpu-group/<group>` labels for
-the further devices of a multi-device fraction), the `received-resource-type` annotation
-(Regular or Fraction) and the environment values `NVIDIA_VISIBLE_DEVICES`, `GPU_PORTION` and
-`RUNAI_NUM_OF_GPUS`. Indices are handed out lowest-free-first, so runs are reproducible.
+For every bound pod it records the GPU indices the pod uses (whole GPUs for `nvidia.com/gpu`
+requests, one device per shared GPU group for fractions) and the environment a real GPU stack
+gives the container: `NVIDIA_VISIBLE_DEVICES`, `GPU_PORTION` and `RUNAI_NUM_OF_GPUS`. Indices are
+handed out lowest-free-first, so runs are reproducible. The labels and annotations KAI's binder
+writes are planned with every other write (`kai.cluster.effects.bind_metadata`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
-RECEIVED_RESOURCE_TYPE = "received-resource-type"
-GPU_GROUP_LABEL = "runai-gpu-group"
-
-
-def group_labels(groups: tuple[str, ...]) -> dict[str, str]:
-    """KAI's group labels: `runai-gpu-group=<first>`, and `runai-gpu-group/<g>=<g>` for each further
-    device of a multi-device fraction (KAI reads a pod's groups back as the first plus every prefixed one).
-    """
-    labels = {GPU_GROUP_LABEL: groups[0]}
-    for group in groups[1:]:
-        labels[f"{GPU_GROUP_LABEL}/{group}"] = group
-    return labels
 
 
 @dataclass(slots=True)
@@ -44,8 +30,6 @@ class NodeDevices:
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Binding:
     devices: tuple[int, ...]
-    labels: dict[str, str]
-    annotations: dict[str, str]
     env: dict[str, str]
 
 
@@ -85,12 +69,10 @@ class DeviceLedger:
             share = f"{portion:.2f}"
             return Binding(
                 devices=tuple(indices),
-                labels=group_labels(groups),
-                annotations={RECEIVED_RESOURCE_TYPE: "Fraction"},
                 env={"NVIDIA_VISIBLE_DEVICES": visible, "GPU_PORTION": share, "RUNAI_NUM_OF_GPUS": share},
             )
         env = {"NVIDIA_VISIBLE_DEVICES": visible} if indices else {}
-        return Binding(devices=tuple(indices), labels={}, annotations={RECEIVED_RESOURCE_TYPE: "Regular"}, env=env)
+        return Binding(devices=tuple(indices), env=env)
 
     def release(self, *, node: str, pod: str, live_groups: set[str]) -> None:
         """Free the pod's whole GPUs, and any group no live pod on the node still uses."""

@@ -17,7 +17,7 @@ import dataclasses
 import hashlib
 import heapq
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,21 +25,22 @@ from kai.api import pod as api_pod
 from kai.api.errors import InputError
 from kai.api.fields import format_timestamp, parse_duration, parse_timestamp
 from kai.api.manifest import ApiObject, ConfigMap, Namespace, Workload, group_of
-from kai.api.meta import ObjectMeta
 from kai.api.node import Node
 from kai.api.pod import Pod
 from kai.api.podgroup import (
-    LAST_EVICTION_ANNOTATION,
     LAST_START_ANNOTATION,
     STALE_TIMESTAMP_ANNOTATION,
     PodGroup,
 )
 from kai.api.priority import PriorityClass
 from kai.api.queue import Queue
-from kai.core.decisions import CycleResult, Event, Kind, QueueFigures
+from kai.cluster import effects
+from kai.cluster import pods as cluster_pods
+from kai.cluster.state import cycle_snapshot
+from kai.core.decisions import CycleResult, Event, QueueFigures
 from kai.core.model import TaskStatus
 from kai.core.session import SchedulerConfig
-from kai.core.snapshot_builder import BuiltSnapshot, PodState, build_snapshot
+from kai.core.snapshot_builder import BuiltSnapshot, PodState
 from kai.scheduler.cycle import run_cycle
 from kai.sim import binder, controllers, defaults, grouping, reconcile
 from kai.sim.state import SimPod, SimPodGroup
@@ -147,8 +148,12 @@ class Simulation:
                 self.queues[q.name] = q
         self._create_due()
         for key in sorted(self.pods):
-            if self.pods[key].status == TaskStatus.RUNNING and self.pods[key].node is not None:
-                self._bind_devices(self.pods[key])
+            loaded = self.pods[key]
+            if loaded.status in (TaskStatus.RUNNING, TaskStatus.RELEASING) and loaded.node is not None:
+                labels, annotations = effects.bind_metadata(loaded.gpu_groups)
+                loaded.labels.update(labels)
+                loaded.annotations.update(annotations)
+                self._bind_devices(loaded)
 
     # ----------------------------------------------------------------- object creation
     def _stamp(self, obj: ApiObject, raw: Mapping[str, Any]) -> tuple[ApiObject, dict[str, Any]]:
@@ -162,15 +167,7 @@ class Simulation:
             meta["namespace"] = obj.meta.namespace  # the API server defaults it, so the grouper sees it
         meta["creationTimestamp"] = format_timestamp(created)
         body["metadata"] = meta
-        new_meta = ObjectMeta(
-            name=obj.meta.name,
-            namespace=obj.meta.namespace,
-            uid=uid,
-            labels=obj.meta.labels,
-            annotations=obj.meta.annotations,
-            owner_references=obj.meta.owner_references,
-            creation_timestamp=created,
-        )
+        new_meta = dataclasses.replace(obj.meta, uid=uid, creation_timestamp=created)
         fields = {f: getattr(obj, f) for f in obj.__dataclass_fields__}
         fields["meta"] = new_meta
         if isinstance(obj, Workload):
@@ -206,14 +203,10 @@ class Simulation:
 
     def _add_pod(self, pod: Pod, body: dict[str, Any]) -> None:
         ours = pod.scheduler_name == SCHEDULER_NAME
-        status = TaskStatus.PENDING
-        node = None
-        if pod.phase == "Succeeded":
-            status = TaskStatus.SUCCEEDED
-        elif pod.phase == "Failed":
-            status = TaskStatus.FAILED
-        elif pod.node_name:
-            status, node = TaskStatus.RUNNING, pod.node_name
+        observed = cluster_pods.observe(pod)
+        status, node = observed.status, observed.node
+        if status in (TaskStatus.SUCCEEDED, TaskStatus.FAILED):
+            node = None
         duration = None
         if DURATION_ANNOTATION in pod.meta.annotations:
             try:
@@ -226,15 +219,7 @@ class Simulation:
                     field=f"metadata.annotations.{DURATION_ANNOTATION}",
                     problem=str(exc),
                 ) from None
-        groups: tuple[str, ...] = ()
-        if pod.meta.labels.get(api_pod.GPU_GROUP_LABEL):
-            # the first shared device; a multi-device pod lists the others as runai-gpu-group/<group>
-            first = pod.meta.labels[api_pod.GPU_GROUP_LABEL]
-            prefix = api_pod.GPU_GROUP_LABEL + "/"
-            others = sorted(
-                k[len(prefix) :] for k in pod.meta.labels if k.startswith(prefix) and k[len(prefix) :] != first
-            )
-            groups = (first, *others)
+        groups = cluster_pods.gpu_groups(pod.meta.labels)
         sim = SimPod(
             pod=pod,
             raw=body,
@@ -250,6 +235,11 @@ class Simulation:
             sim.start_time = pod.meta.creation_timestamp
             if duration is not None:
                 sim.finish_at = self.now + duration
+        elif status == TaskStatus.RELEASING:
+            # terminating: gone at its deletionTimestamp, and seen by at least one cycle before that
+            deadline = pod.meta.deletion_timestamp or self.now
+            sim.start_time = pod.meta.creation_timestamp
+            sim.release_at = max(deadline, self.now + self.config.schedule_period)
         if not ours and status == TaskStatus.PENDING:
             sim.reason = "NotOurScheduler"
             sim.message = (
@@ -282,8 +272,6 @@ class Simulation:
             groups=sim.gpu_groups,
             portion=sim.gpu_portion,
         )
-        sim.labels.update(binding.labels)
-        sim.annotations.update(binding.annotations)
         sim.env = binding.env
         sim.gpu_devices = binding.devices
 
@@ -385,12 +373,25 @@ class Simulation:
         self.now += self.config.schedule_period
         return changed
 
-    def snapshot(self) -> BuiltSnapshot:
-        """The snapshot the next cycle would see (pure with respect to the store)."""
+    # ----------------------------------------------------------------- the cluster-state protocol
+    def node_objects(self) -> Collection[Node]:
+        return self.nodes.values()
+
+    def queue_objects(self) -> Collection[Queue]:
+        return self.queues.values()
+
+    def priority_class_objects(self) -> Mapping[str, PriorityClass]:
+        return self.priority_classes
+
+    def podgroup_objects(self) -> Collection[PodGroup]:
+        return [g.podgroup for g in self.podgroups.values()]
+
+    def pod_states(self) -> tuple[Sequence[PodState], Sequence[PodState]]:
         ours: list[PodState] = []
         foreign: list[PodState] = []
         for key in sorted(self.pods):
             sim = self.pods[key]
+            # a pipelined pod is placed anew each cycle, as KAI re-places pipelined tasks
             status = TaskStatus.PENDING if sim.status == TaskStatus.PIPELINED else sim.status
             state = PodState(
                 pod=sim.pod,
@@ -402,16 +403,44 @@ class Simulation:
                 podgroup=sim.podgroup,
             )
             (ours if sim.ours else foreign).append(state)
-        return build_snapshot(
-            now=self.now,
-            nodes=list(self.nodes.values()),
-            pods=ours,
-            foreign_pods=foreign,
-            podgroups=[g.podgroup for g in self.podgroups.values()],
-            queues=list(self.queues.values()),
-            priority_classes=self.priority_classes,
-            queue_label_key=self.config.queue_label_key,
-        )
+        return ours, foreign
+
+    def list_pods(self, namespace: str, match_labels: Mapping[str, str]) -> Sequence[Mapping[str, Any]]:
+        out: list[Mapping[str, Any]] = []
+        for key in sorted(self.pods):
+            pod = self.pods[key]
+            if pod.pod.namespace == namespace and all(pod.labels.get(k) == v for k, v in match_labels.items()):
+                out.append(pod.raw)
+        return out
+
+    # ----------------------------------------------------------------- the effects planner's view
+    def waiting_pods(self) -> Mapping[str, Sequence[str]]:
+        waiting: dict[str, list[str]] = {}
+        for key in sorted(self.pods):
+            sim = self.pods[key]
+            if sim.podgroup is not None and sim.status == TaskStatus.PENDING:
+                waiting.setdefault(f"{sim.pod.namespace}/{sim.podgroup}", []).append(key)
+        return waiting
+
+    def podgroup_exists(self, key: str) -> bool:
+        namespace, name = key.split("/", 1)
+        return (namespace, name) in self.podgroups
+
+    def podgroup_condition(self, key: str) -> effects.Condition | None:
+        namespace, name = key.split("/", 1)
+        group = self.podgroups.get((namespace, name))
+        return group.condition if group is not None else None
+
+    def queue_children(self) -> Mapping[str, Sequence[str]]:
+        children: dict[str, list[str]] = {}
+        for q in self.queues.values():
+            if q.parent is not None:
+                children.setdefault(q.parent, []).append(q.name)
+        return children
+
+    def snapshot(self) -> BuiltSnapshot:
+        """The snapshot the next cycle would see (pure with respect to the store)."""
+        return cycle_snapshot(self, now=self.now, config=self.config)
 
     def _schedule(self) -> CycleResult:
         built = self.snapshot()
@@ -420,94 +449,71 @@ class Simulation:
         return run_cycle(built.snapshot, self.config)
 
     def _apply(self, result: CycleResult) -> bool:
-        changed = False
+        """Apply the planned effects to the store; returns whether any pod changed state."""
         self.queue_figures = result.queues
-        for placement in result.placements:
-            sim = self.pods[placement.pod]
-            if placement.kind is Kind.BIND:
-                sim.move(TaskStatus.RUNNING)
-                sim.node, sim.nominated_node = placement.node, None
-                sim.gpu_groups, sim.gpu_portion = placement.gpu_groups, placement.gpu_portion
-                sim.start_time = self.now
-                sim.reason = sim.message = None
-                self._bind_devices(sim)
-                if sim.duration is not None:
-                    sim.finish_at = self.now + sim.duration
-                self._event(
-                    "Normal",
-                    "Scheduled",
-                    f"Pod/{placement.pod}",
-                    f"Successfully assigned {placement.pod} to {placement.node}",
-                )
-                changed = True
-            else:
-                if sim.status != TaskStatus.PIPELINED or sim.nominated_node != placement.node:
-                    changed = True
-                sim.move(TaskStatus.PIPELINED)
-                sim.nominated_node = placement.node
-                sim.gpu_groups, sim.gpu_portion = placement.gpu_groups, placement.gpu_portion
-                sim.reason, sim.message = (
-                    "Pipelined",
-                    f"waiting for resources being released on {placement.node}",
-                )
-        for eviction in result.evictions:
-            sim = self.pods[eviction.pod]
+        changed = False
+        for effect in effects.plan(result, self, now=self.now):
+            changed = self._apply_effect(effect) or changed
+        return changed
+
+    def _apply_effect(self, effect: effects.Effect) -> bool:
+        if isinstance(effect, effects.Bind):
+            sim = self.pods[effect.pod]
+            sim.move(TaskStatus.RUNNING)
+            sim.node, sim.nominated_node = effect.node, None
+            sim.gpu_groups, sim.gpu_portion = effect.gpu_groups, effect.gpu_portion
+            sim.labels.update(effect.labels)
+            sim.annotations.update(effect.annotations)
+            sim.start_time = self.now
+            sim.reason = sim.message = None
+            self._bind_devices(sim)
+            if sim.duration is not None:
+                sim.finish_at = self.now + sim.duration
+            return True
+        if isinstance(effect, effects.Nominate):
+            sim = self.pods[effect.pod]
+            changed = sim.status != TaskStatus.PIPELINED or sim.nominated_node != effect.node
+            sim.move(TaskStatus.PIPELINED)
+            sim.nominated_node = effect.node
+            sim.gpu_groups, sim.gpu_portion = effect.gpu_groups, effect.gpu_portion
+            sim.reason, sim.message = "Pipelined", effect.message
+            return changed
+        if isinstance(effect, effects.Evict):
+            sim = self.pods[effect.pod]
             sim.move(TaskStatus.RELEASING)
             sim.release_at = self.now + sim.pod.termination_grace_seconds
             self.totals.evictions.append(
                 EvictionRecord(
                     time=self.now,
-                    pod=eviction.pod,
-                    podgroup=eviction.podgroup,
-                    action=eviction.action,
-                    preemptor=eviction.preemptor,
+                    pod=effect.pod,
+                    podgroup=effect.podgroup,
+                    action=effect.action,
+                    preemptor=effect.preemptor,
                 )
             )
-            self._event("Warning", "Evicted", f"Pod/{eviction.pod}", eviction.message)
-            ns, name = eviction.podgroup.split("/", 1)
-            evicted_group = self.podgroups.get((ns, name))
-            if evicted_group is not None:
-                # the scheduler stamps every PodGroup it evicts (it re-arms the preemption delay)
-                self._annotate(evicted_group, LAST_EVICTION_ANNOTATION, format_timestamp(self.now))
-            changed = True
-        for start in result.starts:
-            ns, name = start.podgroup.split("/", 1)
+            return True
+        if isinstance(effect, effects.AnnotatePodGroup):
+            ns, name = effect.podgroup.split("/", 1)
             group = self.podgroups.get((ns, name))
             if group is not None:
-                group.last_start = self.now
-                self._annotate(group, LAST_START_ANNOTATION, format_timestamp(self.now))
-        for mark in result.stale_marks:
-            ns, name = mark.podgroup.split("/", 1)
-            group = self.podgroups.get((ns, name))
-            if group is not None:
-                group.stale_since = mark.since
-                value = format_timestamp(mark.since) if mark.since is not None else None
-                self._annotate(group, STALE_TIMESTAMP_ANNOTATION, value)
-        conditions = {c.podgroup: c for c in result.conditions}
-        pending: dict[tuple[str, str], list[SimPod]] = {}
-        for sim in self.pods.values():
-            if sim.podgroup is not None and sim.status == TaskStatus.PENDING:
-                pending.setdefault((sim.pod.namespace, sim.podgroup), []).append(sim)
-        for (ns, name), group in self.podgroups.items():
-            cond = conditions.get(f"{ns}/{name}")
-            if cond is None:
-                group.conditions = []
-                continue
-            group.conditions = [{"type": "UnschedulableOnNodePool", "reason": cond.reason, "message": cond.message}]
-            self._event("Warning", cond.reason, f"PodGroup/{ns}/{name}", cond.message)
-            for sim in pending.get((ns, name), ()):
-                sim.reason, sim.message = "Unschedulable", cond.message
-        for key, waiting in pending.items():
-            if key not in self.podgroups:
-                for sim in waiting:
-                    sim.reason = "PodGroupNotFound"
-                    sim.message = (
-                        f'PodGroup "{key[1]}" named by the pod-group-name annotation does not exist in namespace '
-                        f'"{key[0]}"; create it or remove the annotation to let the pod grouper make one'
-                    )
-        for event in result.events:
-            self._event(event.type, event.reason, event.object, event.message)
-        return changed
+                self._annotate(group, effect.key, effect.value)
+                if effect.key == LAST_START_ANNOTATION:
+                    group.last_start = self.now
+                elif effect.key == STALE_TIMESTAMP_ANNOTATION:
+                    group.stale_since = parse_timestamp(effect.value) if effect.value is not None else None
+            return False
+        if isinstance(effect, effects.SetPodGroupCondition):
+            ns, name = effect.podgroup.split("/", 1)
+            self.podgroups[(ns, name)].condition = effect.condition
+            return False
+        if isinstance(effect, effects.MarkPodUnschedulable):
+            sim = self.pods[effect.pod]
+            sim.reason, sim.message = effect.reason, effect.message
+            return False
+        if isinstance(effect, effects.RecordEvent):
+            self._event(effect.type, effect.reason, effect.object, effect.message)
+            return False
+        return False  # resource figures: the output reads them from the cycle (queue_figures)
 
     @staticmethod
     def _annotate(group: SimPodGroup, key: str, value: str | None) -> None:

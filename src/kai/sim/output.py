@@ -14,6 +14,7 @@ from kai.api.fields import format_timestamp
 from kai.api.podgroup import format_duration
 from kai.api.priority import DEFAULT_PRIORITY_CLASS, PREEMPTIBLE_BELOW
 from kai.api.queue import QUEUE_RESOURCE_KEYS
+from kai.cluster.effects import UNSCHEDULABLE_ON_NODE_POOL, Condition
 from kai.core.decisions import QueueFigures
 from kai.core.model import ALIVE, TaskStatus
 from kai.core.resources import MB
@@ -40,6 +41,12 @@ NO_FIGURES = QueueFigures(
     allocated_non_preemptible=(0.0, 0.0, 0.0),
     requested=(0.0, 0.0, 0.0),
 )  # a queue the last cycle did not see (its parent chain is broken)
+
+
+def _conditions(condition: Condition | None) -> list[dict[str, str]]:
+    if condition is None:
+        return []
+    return [{"type": UNSCHEDULABLE_ON_NODE_POOL, "reason": condition.reason, "message": condition.message}]
 
 
 def _queue_vector(values: np.ndarray | tuple[float, float, float]) -> dict[str, float]:
@@ -121,7 +128,7 @@ def build(sim: Simulation) -> dict[str, Any]:
                 "phase": phase,
                 "running": running,
                 "pending": pending,
-                "conditions": list(group.conditions),
+                "conditions": _conditions(group.condition),
                 "preemptionDelay": format_duration(pg.preemption_delay) if pg.preemption_delay is not None else None,
                 "stalenessGracePeriod": (
                     format_duration(pg.staleness_grace_period) if pg.staleness_grace_period is not None else None

@@ -13,6 +13,7 @@ from typing import Any
 
 from kai.api.pod import Pod
 from kai.api.podgroup import PodGroup
+from kai.cluster.effects import Condition
 from kai.core.model import TaskStatus
 
 TRANSITIONS: dict[TaskStatus, frozenset[TaskStatus]] = {
@@ -57,7 +58,7 @@ class SimPod:
 @dataclass(slots=True)
 class SimPodGroup:
     podgroup: PodGroup
-    conditions: list[dict[str, str]] = field(default_factory=list)
+    condition: Condition | None = None  # the scheduling condition of the last cycle
     last_start: float | None = None
     stale_since: float | None = None
     derived: bool = False  # made by the pod grouper rather than applied by the user

@@ -1,4 +1,6 @@
-"""The `--config` scheduler configuration file of `kai sim`: known keys only, clear errors."""
+"""The scheduler configuration file (`kai sim --config`, `kai run --config`): known keys only, clear errors.
+
+One file, one behaviour: both commands read it through this module, with the same defaults and errors."""
 
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ KEYS = (
     "plugins",
     "kValue",
     "queueDepthPerAction",
+    "evictionMode",
 )
 
 
@@ -74,6 +77,10 @@ def parse_config(raw: Mapping[str, Any] | None, *, file: str) -> SchedulerConfig
                 raise _error(key, str(exc), file) from None
     if cfg.get("schedule_period", 1.0) <= 0:
         raise _error("schedulePeriod", "must be positive", file)
+    if "evictionMode" in raw:
+        if raw["evictionMode"] not in ("delete", "eviction"):
+            raise _error("evictionMode", f'must be delete or eviction, got "{raw["evictionMode"]}"', file)
+        cfg["eviction_mode"] = raw["evictionMode"]
     if "queueLabelKey" in raw:
         cfg["queue_label_key"] = str(raw["queueLabelKey"])
     for key, attr, kind in (

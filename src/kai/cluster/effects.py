@@ -1,0 +1,300 @@
+"""The effects planner: from a cycle's decisions to the writes a cluster must see.
+
+Pure. The simulator applies the effects to its store; the Kubernetes adapter sends them to the
+API server (`kai.kubernetes.writes`). Planning in one place is what keeps `kai sim` and a real
+cluster from ever disagreeing about what a decision means.
+
+Effects, in the order they are planned:
+* `Bind`: bind a pod to a node, with the labels and annotations KAI's binder writes first;
+* `Nominate`: a pipelined pod waits for resources being released on a node;
+* `Evict`: evict a pod (it terminates over its grace period);
+* `AnnotatePodGroup`: the scheduler's timestamps on a PodGroup (last start, last eviction, stale);
+* `SetPodGroupCondition`: the PodGroup's unschedulable condition, or None to clear it;
+* `MarkPodUnschedulable`: a waiting pod's `PodScheduled=False` reason and message;
+* `SetPodGroupResources` / `SetQueueStatus`: resource figures in KAI's units;
+* `RecordEvent`: an Event on a pod or PodGroup (evictions; a group's reason when it changes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from kai.api.fields import format_timestamp
+from kai.api.podgroup import LAST_EVICTION_ANNOTATION, LAST_START_ANNOTATION, STALE_TIMESTAMP_ANNOTATION
+from kai.cluster.pods import group_labels
+from kai.core.decisions import CycleResult, JobFigures, Kind, QueueFigures, Triple
+from kai.core.resources import MB
+
+UNSCHEDULABLE_ON_NODE_POOL = "UnschedulableOnNodePool"
+DEFAULT_NODE_POOL = "default"
+RECEIVED_RESOURCE_TYPE = "received-resource-type"
+GPU_RESOURCE = "nvidia.com/gpu"
+PODGROUP_NOT_FOUND = "PodGroupNotFound"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Bind:
+    pod: str  # namespace/name
+    node: str
+    gpu_groups: tuple[str, ...]
+    gpu_portion: float
+    labels: Mapping[str, str]  # written on the pod before the binding
+    annotations: Mapping[str, str]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Nominate:
+    pod: str
+    node: str
+    gpu_groups: tuple[str, ...]
+    gpu_portion: float
+    message: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Evict:
+    pod: str
+    podgroup: str
+    node: str
+    action: str
+    preemptor: str | None
+    message: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class AnnotatePodGroup:
+    podgroup: str
+    key: str
+    value: str | None  # None removes the annotation
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Condition:
+    """A PodGroup's scheduling condition as KAI writes it in `status.schedulingConditions`."""
+
+    reason: str
+    message: str
+    transition_id: int
+    last_transition: float
+
+    def as_status(self) -> dict[str, object]:
+        return {
+            "type": UNSCHEDULABLE_ON_NODE_POOL,
+            "nodePool": DEFAULT_NODE_POOL,
+            "status": "True",
+            "reason": self.reason,
+            "message": self.message,
+            "reasons": [{"reason": self.reason, "message": self.message}],
+            "transitionID": str(self.transition_id),
+            "lastTransitionTime": format_timestamp(self.last_transition),
+        }
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SetPodGroupCondition:
+    podgroup: str
+    condition: Condition | None  # None: the group schedules, clear it
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class MarkPodUnschedulable:
+    pod: str
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SetPodGroupResources:
+    podgroup: str
+    resources: Mapping[str, Mapping[str, str]]  # allocated, allocatedNonPreemptible, requested
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SetQueueStatus:
+    queue: str
+    status: Mapping[str, object]  # allocated, allocatedNonPreemptible, requested, fairShare, childQueues
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RecordEvent:
+    type: str  # Normal or Warning
+    reason: str
+    object: str  # Kind/namespace/name
+    message: str
+
+
+Effect = (
+    Bind
+    | Nominate
+    | Evict
+    | AnnotatePodGroup
+    | SetPodGroupCondition
+    | MarkPodUnschedulable
+    | SetPodGroupResources
+    | SetQueueStatus
+    | RecordEvent
+)
+
+
+class PlanView(Protocol):
+    """What the planner reads of the cluster besides the decisions."""
+
+    def waiting_pods(self) -> Mapping[str, Sequence[str]]:
+        """Pods of ours that wait for a node (pending, not pipelined), by PodGroup namespace/name."""
+        ...
+
+    def podgroup_exists(self, key: str) -> bool: ...
+
+    def podgroup_condition(self, key: str) -> Condition | None:
+        """The PodGroup's current scheduling condition."""
+        ...
+
+    def queue_children(self) -> Mapping[str, Sequence[str]]: ...
+
+
+def _quantity(value: float, unit: str) -> str:
+    rounded = round(value, 3)
+    text = f"{rounded:.3f}".rstrip("0").rstrip(".") if rounded != int(rounded) else str(int(rounded))
+    return f"{text}{unit}"
+
+
+def resource_list(values: Triple) -> dict[str, str]:
+    """Queue-space figures as a Kubernetes resource list in KAI's units: GPU devices (fractions
+    allowed), CPU millicores, memory megabytes."""
+    gpu, cpu, memory = values
+    return {
+        "cpu": _quantity(cpu, "m"),
+        "memory": _quantity(memory / MB, "M"),
+        GPU_RESOURCE: _quantity(gpu, ""),
+    }
+
+
+def queue_status(figures: QueueFigures, children: Sequence[str]) -> dict[str, object]:
+    return {
+        "allocated": resource_list(figures.allocated),
+        "allocatedNonPreemptible": resource_list(figures.allocated_non_preemptible),
+        "requested": resource_list(figures.requested),
+        "fairShare": resource_list(figures.fair_share),
+        "childQueues": sorted(children),
+    }
+
+
+def podgroup_resources(figures: JobFigures) -> dict[str, dict[str, str]]:
+    return {
+        "allocated": resource_list(figures.allocated),
+        "allocatedNonPreemptible": resource_list(figures.allocated_non_preemptible),
+        "requested": resource_list(figures.requested),
+    }
+
+
+def bind_metadata(gpu_groups: tuple[str, ...]) -> tuple[dict[str, str], dict[str, str]]:
+    """Labels and annotations KAI's binder writes on a pod before binding it."""
+    kind = "Fraction" if gpu_groups else "Regular"
+    return group_labels(gpu_groups), {RECEIVED_RESOURCE_TYPE: kind}
+
+
+def podgroup_not_found_message(namespace: str, name: str) -> str:
+    return (
+        f'PodGroup "{name}" named by the pod-group-name annotation does not exist in namespace '
+        f'"{namespace}"; create it or remove the annotation to let the pod grouper make one'
+    )
+
+
+def plan(result: CycleResult, view: PlanView, *, now: float) -> tuple[Effect, ...]:
+    """Every write the cycle's decisions call for, in a fixed order."""
+    effects: list[Effect] = []
+    for placement in result.placements:
+        if placement.kind is Kind.BIND:
+            labels, annotations = bind_metadata(placement.gpu_groups)
+            effects.append(
+                Bind(
+                    pod=placement.pod,
+                    node=placement.node,
+                    gpu_groups=placement.gpu_groups,
+                    gpu_portion=placement.gpu_portion,
+                    labels=labels,
+                    annotations=annotations,
+                )
+            )
+            effects.append(
+                RecordEvent(
+                    type="Normal",
+                    reason="Scheduled",
+                    object=f"Pod/{placement.pod}",
+                    message=f"Successfully assigned {placement.pod} to {placement.node}",
+                )
+            )
+        else:
+            effects.append(
+                Nominate(
+                    pod=placement.pod,
+                    node=placement.node,
+                    gpu_groups=placement.gpu_groups,
+                    gpu_portion=placement.gpu_portion,
+                    message=f"waiting for resources being released on {placement.node}",
+                )
+            )
+    stamp = format_timestamp(now)
+    for eviction in result.evictions:
+        effects.append(
+            Evict(
+                pod=eviction.pod,
+                podgroup=eviction.podgroup,
+                node=eviction.node,
+                action=eviction.action,
+                preemptor=eviction.preemptor,
+                message=eviction.message,
+            )
+        )
+        effects.append(
+            RecordEvent(type="Warning", reason="Evicted", object=f"Pod/{eviction.pod}", message=eviction.message)
+        )
+        # every evicted PodGroup is stamped: it re-arms the group's preemption delay
+        effects.append(AnnotatePodGroup(podgroup=eviction.podgroup, key=LAST_EVICTION_ANNOTATION, value=stamp))
+    for start in result.starts:
+        effects.append(AnnotatePodGroup(podgroup=start.podgroup, key=LAST_START_ANNOTATION, value=stamp))
+    for mark in result.stale_marks:
+        value = format_timestamp(mark.since) if mark.since is not None else None
+        effects.append(AnnotatePodGroup(podgroup=mark.podgroup, key=STALE_TIMESTAMP_ANNOTATION, value=value))
+    effects.extend(_conditions(result, view, now=now))
+    for event in result.events:
+        effects.append(RecordEvent(type=event.type, reason=event.reason, object=event.object, message=event.message))
+    for key in sorted(result.jobs):
+        effects.append(SetPodGroupResources(podgroup=key, resources=podgroup_resources(result.jobs[key])))
+    children = view.queue_children()
+    for name in sorted(result.queues):
+        effects.append(SetQueueStatus(queue=name, status=queue_status(result.queues[name], children.get(name, ()))))
+    return tuple(effects)
+
+
+def _conditions(result: CycleResult, view: PlanView, *, now: float) -> list[Effect]:
+    effects: list[Effect] = []
+    conditions = {c.podgroup: c for c in result.conditions}
+    waiting = view.waiting_pods()
+    for key in sorted(result.jobs):
+        current = view.podgroup_condition(key)
+        decided = conditions.get(key)
+        if decided is None:
+            if current is not None:
+                effects.append(SetPodGroupCondition(podgroup=key, condition=None))
+            continue
+        if current is None or (current.reason, current.message) != (decided.reason, decided.message):
+            previous_id = current.transition_id if current is not None else -1
+            condition = Condition(
+                reason=decided.reason, message=decided.message, transition_id=previous_id + 1, last_transition=now
+            )
+            effects.append(SetPodGroupCondition(podgroup=key, condition=condition))
+            effects.append(
+                RecordEvent(type="Warning", reason=decided.reason, object=f"PodGroup/{key}", message=decided.message)
+            )
+        for pod in waiting.get(key, ()):
+            effects.append(MarkPodUnschedulable(pod=pod, reason="Unschedulable", message=decided.message))
+    for key in sorted(waiting):
+        if not view.podgroup_exists(key):
+            namespace, name = key.split("/", 1)
+            message = podgroup_not_found_message(namespace, name)
+            for pod in waiting[key]:
+                effects.append(MarkPodUnschedulable(pod=pod, reason=PODGROUP_NOT_FOUND, message=message))
+    return effects
