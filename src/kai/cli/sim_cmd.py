@@ -12,8 +12,8 @@ from rich.console import Console
 from kai.api.errors import InputError
 from kai.api.fields import parse_duration, parse_timestamp
 from kai.cli.tables import print_tables
-from kai.sim import output
 from kai.cluster.config import load_config, parse_actions
+from kai.sim import output
 from kai.sim.engine import Simulation
 from kai.sim.loader import load_paths
 
