@@ -23,5 +23,14 @@ main.add_command(demo)
 main.add_command(replay)
 
 
+def _register_install() -> None:
+    from kai.cli.install_cmd import install
+
+    main.add_command(install)
+
+
+_register_install()
+
+
 if __name__ == "__main__":
     main()
