@@ -6,6 +6,7 @@ import click
 
 from kai import __version__
 from kai.cli.demo_cmd import demo
+from kai.cli.install_cmd import install
 from kai.cli.replay_cmd import replay
 from kai.cli.sim_cmd import sim
 
@@ -21,15 +22,7 @@ def main() -> None:
 main.add_command(sim)
 main.add_command(demo)
 main.add_command(replay)
-
-
-def _register_install() -> None:
-    from kai.cli.install_cmd import install
-
-    main.add_command(install)
-
-
-_register_install()
+main.add_command(install)
 
 
 if __name__ == "__main__":
