@@ -25,9 +25,7 @@ QUANTITIES = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("resource", "text", "expected"), QUANTITIES, ids=[f"{r}={t}" for r, t, _ in QUANTITIES]
-)
+@pytest.mark.parametrize(("resource", "text", "expected"), QUANTITIES, ids=[f"{r}={t}" for r, t, _ in QUANTITIES])
 def test_quantities(resource: str, text: object, expected: float) -> None:
     value = cpu_millis(text) if resource == "cpu" else amount(text)
     assert value == expected
@@ -66,8 +64,7 @@ BAD = [
     ),
     (
         "podgroup-min-member-zero",
-        "apiVersion: scheduling.run.ai/v2alpha2\nkind: PodGroup\nmetadata: {name: g}\n"
-        "spec: {minMember: 0, queue: q}\n",
+        "apiVersion: scheduling.run.ai/v2alpha2\nkind: PodGroup\nmetadata: {name: g}\nspec: {minMember: 0, queue: q}\n",
         "PodGroup g: spec.minMember: must be at least 1, got 0",
     ),
     (
@@ -96,7 +93,7 @@ BAD = [
         "Pod p1: metadata.annotations.gpu-memory: cannot be combined with gpu-fraction",
     ),
     ("missing-name", "apiVersion: v1\nkind: Pod\nmetadata: {}\nspec: {}\n", "Pod: metadata.name: is missing"),
-    ("not-yaml", "kind: [unclosed\n", "is not valid YAML/JSON"),
+    ("not-yaml", "kind: [unclosed\n", "is not valid YAML: line 2, column 1"),
 ]
 
 
@@ -113,9 +110,7 @@ def test_bad_input_exits_2_naming_the_field(text: str, message: str, tmp_path: p
 
 def test_every_bad_object_is_listed(tmp_path: pathlib.Path) -> None:
     path = tmp_path / "two-bad.yaml"
-    path.write_text(
-        QUEUE.format(quota='"lots"') + "---\n" + QUEUE.replace("team-a", "team-b").format(quota="-2")
-    )
+    path.write_text(QUEUE.format(quota='"lots"') + "---\n" + QUEUE.replace("team-a", "team-b").format(quota="-2"))
     result = CliRunner().invoke(main, ["sim", "-f", str(path)])
     assert result.exit_code == 2
     assert "document 1: Queue team-a" in result.stderr
@@ -127,7 +122,10 @@ def test_unknown_kind_is_reported_and_skipped(tmp_path: pathlib.Path) -> None:
     path.write_text("apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec: {}\n")
     result = CliRunner().invoke(main, ["sim", "-f", str(path), "-o", "json"])
     assert result.exit_code == 0
-    assert "v1 Service web: kind not understood by kai sim; skipped" in result.stderr
+    assert "skipped 1 object(s) of kinds kai does not read (Service); -v lists them" in result.stderr
+    result = CliRunner().invoke(main, ["sim", "-f", str(path), "-o", "json", "-v"])
+    assert result.exit_code == 0
+    assert "document 1: v1 Service web: kai does not read this kind" in result.stderr
 
 
 def test_unknown_config_key(tmp_path: pathlib.Path) -> None:

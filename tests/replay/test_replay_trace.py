@@ -81,7 +81,12 @@ GOOD_POD = "p-0,6000,12288,1,460,,LS,Running,1,2,1\n"
         ),
         pytest.param("nodes", NODE_HEADER + ",96000,1,8,G2\n", 2, "sn", "name is empty", id="empty-name"),
         pytest.param(
-            "pods", POD_HEADER + "p-1,6000,1,1,460,,LS,Running,,2,1\n", 2, "creation_time", "not a whole", id="no-time"
+            "pods",
+            POD_HEADER + "p-1,6000,1,1,460,,LS,Running,soon,2,1\n",
+            2,
+            "creation_time",
+            "not a whole",
+            id="bad-time",
         ),
     ],
 )

@@ -14,35 +14,16 @@ from typing import Any
 
 import yaml
 
+from kai.api import kinds
 from kai.api.errors import InputError, Source
+from kai.api.fields import Reader
+from kai.api.kinds import group_of as group_of  # re-exported: callers read it from here
 from kai.api.meta import ObjectMeta, read_meta
 from kai.api.node import Node, parse_node
 from kai.api.pod import Pod, parse_pod
 from kai.api.podgroup import PodGroup, parse_podgroup
 from kai.api.priority import PriorityClass, parse_priority_class
 from kai.api.queue import Queue, parse_queue
-
-# group/Kind of workloads with emulated controllers; value: namespaced
-WORKLOAD_KINDS: frozenset[str] = frozenset(
-    {
-        "apps/Deployment",
-        "apps/ReplicaSet",
-        "apps/StatefulSet",
-        "batch/Job",
-        "batch/CronJob",
-        "ray.io/RayCluster",
-        "ray.io/RayJob",
-        "ray.io/RayService",
-        "kubeflow.org/PyTorchJob",
-        "kubeflow.org/TFJob",
-        "kubeflow.org/MPIJob",
-        "kubeflow.org/XGBoostJob",
-        "kubeflow.org/JAXJob",
-        "kubeflow.org/Notebook",
-        "jobset.x-k8s.io/JobSet",
-        "leaderworkerset.x-k8s.io/LeaderWorkerSet",
-    }
-)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -94,23 +75,36 @@ class SkippedObject:
     api_version: str
     kind: str
     name: str
+    reason: str
 
 
-def group_of(api_version: str) -> str:
-    return api_version.split("/", 1)[0] if "/" in api_version else ""
+def _syntax_error(exc: yaml.YAMLError | json.JSONDecodeError) -> str:
+    """A YAML/JSON syntax error as `line L, column C: problem` (the file is named by the caller)."""
+    if isinstance(exc, json.JSONDecodeError):
+        return f"is not valid JSON: line {exc.lineno}, column {exc.colno}: {exc.msg}"
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    context = getattr(exc, "context", None)
+    context_mark = getattr(exc, "context_mark", None)
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    text = f"is not valid YAML: {where}{problem}"
+    if context:
+        at = f" at line {context_mark.line + 1}, column {context_mark.column + 1}" if context_mark is not None else ""
+        text += f" ({context}{at})"
+    return text
 
 
 def split_documents(text: str, *, file: str) -> Iterator[Document]:
     """The objects in one file's text: JSON if the file ends in .json, else multi-document YAML."""
     try:
         if file.endswith(".json"):
-            loaded: list[Any] = [json.loads(text)]
+            loaded: list[Any] = [json.loads(text)] if text.strip() else []
         else:
             loaded = list(yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
     except (yaml.YAMLError, json.JSONDecodeError) as exc:
-        raise InputError(
-            source=None, kind="file", name=file, field="", problem=f"is not valid YAML/JSON: {exc}"
-        ) from None
+        raise InputError(source=None, kind="file", name=file, field="", problem=_syntax_error(exc)) from None
+    except RecursionError:
+        raise InputError(source=None, kind="file", name=file, field="", problem="nests too deeply to read") from None
     index = 0
     for doc in loaded:
         if doc is None:
@@ -118,27 +112,62 @@ def split_documents(text: str, *, file: str) -> Iterator[Document]:
         index += 1
         source = Source(file=file, index=index)
         if not isinstance(doc, Mapping):
-            raise InputError(source=source, kind="document", name="", field="", problem="must be a mapping")
-        if doc.get("kind") == "List" and isinstance(doc.get("items"), list):
-            for item in doc["items"]:
+            raise InputError(
+                source=source,
+                kind="document",
+                name="",
+                field="",
+                problem=f"must be a mapping (an object with apiVersion, kind and metadata), got {_show_type(doc)}",
+            )
+        if doc.get("kind") == "List" and group_of(str(doc.get("apiVersion", ""))) == "":
+            items = doc.get("items")
+            if items is None:
+                continue
+            if not isinstance(items, list):
+                raise InputError(source=source, kind="List", name="", field="items", problem="must be a list")
+            for i, item in enumerate(items):
                 if not isinstance(item, Mapping):
                     raise InputError(
-                        source=source, kind="List", name="", field="items", problem="must hold mappings"
+                        source=source,
+                        kind="List",
+                        name="",
+                        field=f"items[{i}]",
+                        problem=f"must be a mapping, got {_show_type(item)}",
                     )
                 yield Document(raw=item, source=source)
             continue
         yield Document(raw=doc, source=source)
 
 
+def _show_type(value: object) -> str:
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return "a string"
+    return type(value).__name__
+
+
 def parse_document(doc: Document) -> ApiObject | SkippedObject:
-    """The typed object for one document, or a SkippedObject for a kind kai does not know."""
+    """The typed object for one document, or a SkippedObject for a real kind kai does not read.
+
+    A kind no API server would serve (a typo such as `Queu`, or `Queue` under `apiVersion: v1`) is an
+    `InputError`, as `kubectl apply` refuses it.
+    """
     raw, source = doc.raw, doc.source
     api_version = raw.get("apiVersion")
     kind = raw.get("kind")
+    name = _name_of(raw)
     if not isinstance(kind, str) or not kind:
-        raise InputError(source=source, kind="object", name="", field="kind", problem="is missing")
+        problem = "is missing" if kind is None else f"must be a string, got {_show_type(kind)}"
+        raise InputError(source=source, kind="object", name=name, field="kind", problem=problem)
     if not isinstance(api_version, str) or not api_version:
-        raise InputError(source=source, kind=kind, name="", field="apiVersion", problem="is missing")
+        problem = "is missing" if api_version is None else f"must be a string, got {_show_type(api_version)}"
+        raise InputError(source=source, kind=kind, name=name, field="apiVersion", problem=problem)
+    verdict = kinds.classify(api_version, kind)
+    if verdict.action == "refuse":
+        raise InputError(source=source, kind=kind, name=name, field=verdict.field, problem=verdict.reason)
+    if verdict.action == "skip":
+        return SkippedObject(source=source, api_version=api_version, kind=kind, name=name, reason=verdict.reason)
     group = group_of(api_version)
     if group == "" and kind == "Pod":
         return parse_pod(raw, source=source)
@@ -153,16 +182,18 @@ def parse_document(doc: Document) -> ApiObject | SkippedObject:
     if group == "" and kind == "Namespace":
         return Namespace(meta=read_meta(raw, source=source, kind=kind, namespaced=False))
     if group == "" and kind == "ConfigMap":
-        data = raw.get("data") or {}
-        if not isinstance(data, Mapping):
-            raise InputError(source=source, kind=kind, name="", field="data", problem="must be a mapping")
         meta = read_meta(raw, source=source, kind=kind, namespaced=True)
-        return ConfigMap(meta=meta, data={str(k): str(v) for k, v in data.items()})
-    if f"{group}/{kind}" in WORKLOAD_KINDS:
-        meta = read_meta(raw, source=source, kind=kind, namespaced=True)
-        if not isinstance(raw.get("spec"), Mapping):
-            raise InputError(source=source, kind=kind, name=meta.name, field="spec", problem="is missing")
-        return Workload(meta=meta, api_version=api_version, kind=kind, raw=raw, source=source)
-    meta_raw = raw.get("metadata")
-    name = str(meta_raw.get("name", "")) if isinstance(meta_raw, Mapping) else ""
-    return SkippedObject(source=source, api_version=api_version, kind=kind, name=name)
+        data = Reader(raw, source=source, kind=kind, name=meta.name).string_map("data")
+        return ConfigMap(meta=meta, data=data)
+    meta = read_meta(raw, source=source, kind=kind, namespaced=True)
+    if not isinstance(raw.get("spec"), Mapping):
+        problem = "is missing" if raw.get("spec") is None else "must be a mapping"
+        raise InputError(source=source, kind=kind, name=meta.name, field="spec", problem=problem)
+    return Workload(meta=meta, api_version=api_version, kind=kind, raw=raw, source=source)
+
+
+def _name_of(raw: Mapping[str, Any]) -> str:
+    """metadata.name when it is a plain string (for naming the object in an error), else empty."""
+    meta = raw.get("metadata")
+    name = meta.get("name") if isinstance(meta, Mapping) else None
+    return name if isinstance(name, str) else ""

@@ -34,11 +34,17 @@ class ObjectMeta:
 def read_meta(raw: Mapping[str, Any], *, source: Source | None, kind: str, namespaced: bool) -> ObjectMeta:
     """Parse `metadata`; a missing name is an error, a namespaced object defaults to `default`."""
     meta = raw.get("metadata")
+    if meta is None:
+        meta = {}  # `metadata:` left empty reads as null; the name is what is missing
     if not isinstance(meta, Mapping):
-        raise InputError(source=source, kind=kind, name="", field="metadata", problem="is missing")
+        raise InputError(source=source, kind=kind, name="", field="metadata", problem="must be a mapping")
     name = meta.get("name")
-    if not isinstance(name, str) or not name:
-        raise InputError(source=source, kind=kind, name="", field="metadata.name", problem="is missing")
+    if name is None or name == "":
+        raise InputError(
+            source=source, kind=kind, name="", field="metadata.name", problem="is missing; every object needs a name"
+        )
+    if not isinstance(name, str):
+        raise InputError(source=source, kind=kind, name="", field="metadata.name", problem="must be a string")
     reader = Reader(meta, source=source, kind=kind, name=name, path="metadata")
     owners = []
     for ref in reader.children("ownerReferences"):

@@ -6,7 +6,7 @@ Unset numeric fields read as 0, as in KAI (plain float64 fields without omitempt
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,3 +71,28 @@ def parse_queue(raw: Mapping[str, Any], *, source: Source | None) -> Queue:
         preempt_min_runtime=spec.duration("preemptMinRuntime"),
         reclaim_min_runtime=spec.duration("reclaimMinRuntime"),
     )
+
+
+def parent_cycles(queues: Sequence[Queue]) -> list[tuple[str, ...]]:
+    """Every loop of `parentQueue` references, each once: its queues in parent order from the smallest name.
+
+    A queue whose parent chain only leads into a loop is not part of it. Runs in time linear in the
+    number of queues, without recursion.
+    """
+    parent = {q.name: q.parent for q in queues}
+    state: dict[str, int] = {}  # 1: on the path being walked, 2: finished
+    cycles: list[tuple[str, ...]] = []
+    for start in sorted(parent):
+        path: list[str] = []
+        cursor: str | None = start
+        while cursor is not None and cursor in parent and state.get(cursor) is None:
+            state[cursor] = 1
+            path.append(cursor)
+            cursor = parent[cursor]
+        if cursor is not None and state.get(cursor) == 1:
+            loop = path[path.index(cursor) :]
+            first = loop.index(min(loop))
+            cycles.append(tuple(loop[first:] + loop[:first]))
+        for name in path:
+            state[name] = 2
+    return sorted(cycles)

@@ -7,6 +7,7 @@ kai replay --nodes NODES.csv --pods PODS.csv [--load 1.3] [--seeds 10]
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import sys
 from pathlib import Path
@@ -76,6 +77,27 @@ def plot(results: dict[str, list[runner.SeedResult]], path: str, load: float) ->
     plt.close(fig)
 
 
+def plot_path_problem(path: str) -> str | None:
+    """Why a plot cannot be written to `path` (checked before the replay runs), or None."""
+    target = Path(path)
+    if target.is_dir():
+        return "is a directory; give a file name such as allocation.png"
+    parent = target.parent if str(target.parent) else Path(".")
+    if not parent.is_dir():
+        return f"the directory {parent} does not exist"
+    if not os.access(parent, os.W_OK):
+        return f"the directory {parent} is not writable"
+    if target.exists() and not os.access(target, os.W_OK):
+        return "exists and is not writable"
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    formats = sorted(FigureCanvasAgg.get_supported_filetypes())
+    suffix = target.suffix.lstrip(".").lower()
+    if suffix not in formats:
+        return f"the file name must end in one of {', '.join('.' + f for f in formats)} (it picks the image format)"
+    return None
+
+
 def _table(summary: dict[str, Any], load: float, seeds: int) -> Table:
     table = Table(
         title=f"GPU allocation ratio, load {load:g}, {seeds} seed(s), means", title_justify="left", header_style="bold"
@@ -132,6 +154,11 @@ def replay(
     nodes_path: str, pods_path: str, load: float, seeds: int, policies: tuple[str, ...], fmt: str, plot_path: str | None
 ) -> None:
     """Replay a GPU cluster trace through the real scheduling core and compare placement policies."""
+    if plot_path:
+        problem = plot_path_problem(plot_path)
+        if problem:
+            click.echo(f"error: --plot {plot_path}: {problem}", err=True)
+            sys.exit(2)
     try:
         data = trace.Trace(nodes=trace.read_nodes(Path(nodes_path)), pods=trace.read_pods(Path(pods_path)))
     except trace.TraceError as exc:
@@ -162,9 +189,13 @@ def replay(
                 )
                 progress.remove_task(bar)
     summary = summarize(results)
-    if plot_path:
-        plot(results, plot_path, load)
     if fmt == "json":
         click.echo(json.dumps(summary, indent=2))
     else:
         Console().print(_table(summary, load, seeds))
+    if plot_path:
+        try:
+            plot(results, plot_path, load)
+        except OSError as exc:  # checked up front; the directory may have gone since
+            click.echo(f"error: --plot {plot_path}: cannot be written: {exc.strerror or exc}", err=True)
+            sys.exit(2)

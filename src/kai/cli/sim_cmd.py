@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
+from typing import NoReturn
 
 import click
 import yaml
@@ -11,16 +13,61 @@ from rich.console import Console
 
 from kai.api.errors import InputError
 from kai.api.fields import parse_duration, parse_timestamp
+from kai.api.manifest import SkippedObject
 from kai.cli.tables import print_tables
 from kai.cluster.config import load_config, parse_actions
+from kai.core.session import SchedulerConfig
 from kai.sim import output
 from kai.sim.engine import Simulation
 from kai.sim.loader import load_paths
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     click.echo(f"error: {message}", err=True)
     sys.exit(2)
+
+
+def _sim_options(
+    config_path: str | None, actions_text: str | None, start_time: str | None, max_time: str
+) -> tuple[SchedulerConfig, float | None, float]:
+    """The scheduler configuration, start time and time bound from the options; exit 2 naming a bad one."""
+    try:
+        config = load_config(config_path) if config_path else SchedulerConfig()
+    except InputError as exc:
+        _fail(f"--config {config_path}: {exc.field + ': ' if exc.field else ''}{exc.problem}")
+    if actions_text is not None:
+        try:
+            config = replace(config, actions=parse_actions(actions_text, file="--actions", field="--actions"))
+        except InputError as exc:
+            _fail(f"--actions: {exc.problem}")
+    start = None
+    if start_time:
+        try:
+            start = parse_timestamp(start_time)
+        except (ValueError, OverflowError):
+            _fail(f'--start-time: must be an RFC 3339 time such as 2026-01-01T00:00:00Z, got "{start_time}"')
+    try:
+        bound = parse_duration(max_time)
+    except ValueError as exc:
+        _fail(f"--max-time: {exc}")
+    if bound <= 0:
+        _fail(f'--max-time: must be positive, got "{max_time}"')
+    return config, start, bound
+
+
+def _report_skipped(skipped: list[SkippedObject], *, verbose: bool) -> None:
+    """Objects of kinds kai does not read: one line each with -v, else one summary line."""
+    if not skipped:
+        return
+    if verbose:
+        for obj in skipped:
+            click.echo(f"skipped: {obj.source}: {obj.api_version} {obj.kind} {obj.name}: {obj.reason}", err=True)
+        return
+    kinds = sorted({obj.kind for obj in skipped})
+    click.echo(
+        f"skipped {len(skipped)} object(s) of kinds kai does not read ({', '.join(kinds)}); -v lists them",
+        err=True,
+    )
 
 
 @click.command()
@@ -30,7 +77,7 @@ def _fail(message: str) -> None:
     "paths",
     multiple=True,
     required=True,
-    help="YAML/JSON file or directory of manifests (repeatable; - reads standard input).",
+    help="YAML/JSON file, directory or http(s) URL of manifests (repeatable; - reads standard input).",
 )
 @click.option("--cycles", type=click.IntRange(min=1), default=None, help="Scheduling cycles to run (default 1).")
 @click.option("--until-idle", is_flag=True, help="Cycle until nothing changes and no timed event is due.")
@@ -44,6 +91,7 @@ def _fail(message: str) -> None:
 @click.option("--config", "config_path", default=None, help="Scheduler configuration YAML.")
 @click.option("--start-time", default=None, help="RFC 3339 start of the virtual clock.")
 @click.option("-o", "--output", "fmt", type=click.Choice(["table", "json", "yaml"]), default="table", show_default=True)
+@click.option("-v", "--verbose", is_flag=True, help="List every object skipped because kai does not read its kind.")
 def sim(
     paths: tuple[str, ...],
     cycles: int | None,
@@ -53,34 +101,14 @@ def sim(
     config_path: str | None,
     start_time: str | None,
     fmt: str,
+    verbose: bool,
 ) -> None:
     """Run manifests through the real scheduling core on an embedded simulated cluster."""
     if cycles is not None and until_idle:
         raise click.UsageError("--cycles and --until-idle exclude each other")
-    try:
-        config = load_config(config_path) if config_path else None
-        from kai.core.session import SchedulerConfig
-
-        config = config or SchedulerConfig()
-        if actions_text is not None:
-            from dataclasses import replace
-
-            config = replace(config, actions=parse_actions(actions_text, file="--actions", field="--actions"))
-        start = parse_timestamp(start_time) if start_time else None
-        bound = parse_duration(max_time)
-    except InputError as exc:
-        _fail(str(exc))
-        return
-    except ValueError as exc:
-        _fail(f"bad option value: {exc}")
-        return
+    config, start, bound = _sim_options(config_path, actions_text, start_time, max_time)
     loaded = load_paths(paths)
-    for skipped in loaded.skipped:
-        click.echo(
-            f"warning: {skipped.source}: {skipped.api_version} {skipped.kind} {skipped.name}: "
-            "kind not understood by kai sim; skipped",
-            err=True,
-        )
+    _report_skipped(loaded.skipped, verbose=verbose)
     if loaded.errors:
         for error in loaded.errors:
             click.echo(f"error: {error}", err=True)

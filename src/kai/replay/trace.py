@@ -8,10 +8,11 @@ Files (column names exactly as in the published CSVs):
 
 * node lists (`openb_node_list_*.csv`): `sn, cpu_milli, memory_mib, gpu, model`. `gpu` is the
   device count; `model` is empty for CPU-only nodes.
-* pod lists (`openb_pod_list_*.csv`): `name, cpu_milli, memory_mib, num_gpu, gpu_milli, gpu_spec,
-  qos, pod_phase, creation_time, deletion_time, scheduled_time`. `gpu_milli` is the share of each
-  requested device (1-1000; fractional only when `num_gpu` is 1); `gpu_spec` lists the allowed GPU
-  models separated by `|` (empty = any); times are seconds and may be empty.
+* pod lists (`openb_pod_list_*.csv`): `name, cpu_milli, memory_mib, num_gpu, gpu_milli`, and in most
+  lists also `gpu_spec, qos, pod_phase, creation_time, deletion_time, scheduled_time` (the multigpu
+  lists have only the first five). `gpu_milli` is the share of each requested device (1-1000;
+  fractional only when `num_gpu` is 1); `gpu_spec` lists the allowed GPU models separated by `|`
+  (empty or absent = any); times are seconds and may be empty or absent.
 
 Every malformed row raises `TraceError`, which names the file, the line and the column.
 """
@@ -30,12 +31,11 @@ import numpy.typing as npt
 from kai.plugins import fragmentation
 
 NODE_COLUMNS: tuple[str, ...] = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
-POD_COLUMNS: tuple[str, ...] = (
-    "name",
-    "cpu_milli",
-    "memory_mib",
-    "num_gpu",
-    "gpu_milli",
+POD_COLUMNS: tuple[str, ...] = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli")
+# Columns some published pod lists leave out (the multigpu lists have only POD_COLUMNS). Without
+# gpu_spec a pod may use any GPU model; without times the arrival order is the published protocol's
+# (it never reads the times), and qos and pod_phase read as empty.
+OPTIONAL_POD_COLUMNS: tuple[str, ...] = (
     "gpu_spec",
     "qos",
     "pod_phase",
@@ -80,7 +80,7 @@ class TracePod:
     gpu_models: tuple[str, ...]  # column `gpu_spec` split on "|"; empty = any model
     qos: str
     phase: str  # column `pod_phase`
-    creation_time: int
+    creation_time: int | None
     deletion_time: int | None
     scheduled_time: int | None
 
@@ -131,9 +131,7 @@ def pod_columns(pods: Sequence[TracePod]) -> PodColumns:
     )
 
 
-def read_trace(
-    *, directory: Path, node_file: str = DEFAULT_NODE_FILE, pod_file: str = DEFAULT_POD_FILE
-) -> Trace:
+def read_trace(*, directory: Path, node_file: str = DEFAULT_NODE_FILE, pod_file: str = DEFAULT_POD_FILE) -> Trace:
     """Read a node list and a pod list from one directory (defaults: the paper's default experiment)."""
     return Trace(nodes=read_nodes(directory / node_file), pods=read_pods(directory / pod_file))
 
@@ -190,10 +188,10 @@ def read_pods(path: Path) -> tuple[TracePod, ...]:
                 memory_mib=cells.integer("memory_mib"),
                 num_gpu=num_gpu,
                 gpu_milli=gpu_milli,
-                gpu_models=tuple(part.strip() for part in row["gpu_spec"].split("|") if part.strip()),
-                qos=row["qos"].strip(),
-                phase=row["pod_phase"].strip(),
-                creation_time=cells.integer("creation_time"),
+                gpu_models=tuple(part.strip() for part in row.get("gpu_spec", "").split("|") if part.strip()),
+                qos=row.get("qos", "").strip(),
+                phase=row.get("pod_phase", "").strip(),
+                creation_time=cells.optional_integer("creation_time"),
                 deletion_time=cells.optional_integer("deletion_time"),
                 scheduled_time=cells.optional_integer("scheduled_time"),
             )
@@ -274,13 +272,12 @@ class _Cells:
         return value
 
     def optional_integer(self, column: str) -> int | None:
-        return None if not self.row[column].strip() else self.integer(column)
+        """An integer, or None when the cell is empty or the file has no such column."""
+        return None if not self.row.get(column, "").strip() else self.integer(column)
 
     def check_gpu_request(self, *, num_gpu: int, gpu_milli: int) -> None:
         if num_gpu == 0 and gpu_milli != 0:
-            raise self._fail(
-                "gpu_milli", f"a pod with num_gpu 0 asks for gpu_milli {gpu_milli}", "set gpu_milli to 0"
-            )
+            raise self._fail("gpu_milli", f"a pod with num_gpu 0 asks for gpu_milli {gpu_milli}", "set gpu_milli to 0")
         if num_gpu > 0 and gpu_milli == 0:
             raise self._fail(
                 "gpu_milli",

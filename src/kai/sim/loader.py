@@ -1,18 +1,25 @@
-"""Reads `-f` paths like `kubectl apply -f`: files, directories of YAML/JSON, or `-` for stdin.
+"""Reads `-f` paths like `kubectl apply -f`: files, directories of YAML/JSON, http(s) URLs, or `-` for stdin.
 
 Every bad object is reported (file, document, object, field); the run stops with exit 2 only
-after all of them have been listed, so a user fixes them in one go.
+after all of them have been listed, so a user fixes them in one go. Checks that need the whole input
+(queues whose parents form a loop, no objects at all) run after every document has been parsed.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import urllib.error
+import urllib.request
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from kai.api.errors import InputError
+from kai.api.errors import InputError, Source
 from kai.api.manifest import ApiObject, SkippedObject, parse_document, split_documents
+from kai.api.queue import Queue, parent_cycles
+
+URL_TIMEOUT_SECONDS = 30.0
+URL_MAX_BYTES = 256 * 1024 * 1024
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -20,10 +27,15 @@ class Loaded:
     objects: list[tuple[ApiObject, dict[str, object]]]  # typed object and its raw document
     skipped: list[SkippedObject]
     errors: list[InputError]
+    warnings: list[InputError] = field(default_factory=list)  # usable input that likely does not do what was meant
+
+
+def is_url(path: str) -> bool:
+    return path.startswith(("http://", "https://"))
 
 
 def _files(path: str) -> list[str]:
-    if path == "-" or not os.path.isdir(path):
+    if path == "-" or is_url(path) or not os.path.isdir(path):
         return [path]
     out = []
     for root, _, names in sorted(os.walk(path)):
@@ -33,34 +45,83 @@ def _files(path: str) -> list[str]:
     return out
 
 
+def _file_error(file: str, problem: str) -> InputError:
+    return InputError(source=None, kind="file", name=file, field="", problem=problem)
+
+
+def _fetch(url: str) -> str:
+    """The body of an http(s) URL as text, as `kubectl apply -f URL` reads it."""
+    try:
+        with urllib.request.urlopen(url, timeout=URL_TIMEOUT_SECONDS) as response:
+            body: bytes = response.read(URL_MAX_BYTES + 1)
+    except urllib.error.HTTPError as exc:
+        raise _file_error(url, f"cannot be fetched: the server answered {exc.code} {exc.reason}") from None
+    except urllib.error.URLError as exc:
+        raise _file_error(url, f"cannot be fetched: {exc.reason}") from None
+    except (OSError, ValueError) as exc:
+        raise _file_error(url, f"cannot be fetched: {exc}") from None
+    if len(body) > URL_MAX_BYTES:
+        raise _file_error(url, f"cannot be fetched: larger than {URL_MAX_BYTES // 2**20} MiB")
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _file_error(url, "is not UTF-8 text") from None
+
+
+def _read(file: str) -> str:
+    if file == "-":
+        return sys.stdin.read()
+    if is_url(file):
+        return _fetch(file)
+    try:
+        with open(file, encoding="utf-8") as fh:
+            return fh.read()
+    except UnicodeDecodeError:
+        raise _file_error(file, "is not UTF-8 text") from None
+    except OSError as exc:
+        raise _file_error(file, f"cannot be read: {exc.strerror or exc}") from None
+
+
+def _queue_cycle_errors(queues: Sequence[tuple[Queue, Source]]) -> list[InputError]:
+    """One error per loop of parent queues, naming every queue in it (KAI would never schedule them)."""
+    source = {queue.name: where for queue, where in queues}
+    errors = []
+    for cycle in parent_cycles([queue for queue, _ in queues]):
+        loop = " -> ".join((*cycle, cycle[0]))
+        others = "; ".join(f"{name} in {source[name]}" for name in cycle[1:])
+        errors.append(
+            InputError(
+                source=source[cycle[0]],
+                kind="Queue",
+                name=cycle[0],
+                field="spec.parentQueue",
+                problem=(
+                    f"the parent queues form a cycle: {loop} (queues {', '.join(cycle)}); no queue in a cycle "
+                    "can take jobs: give one of them no parentQueue or another parent" + f" (the others: {others})"
+                ),
+            )
+        )
+    return errors
+
+
 def load_paths(paths: Sequence[str]) -> Loaded:
     objects: list[tuple[ApiObject, dict[str, object]]] = []
     skipped: list[SkippedObject] = []
     errors: list[InputError] = []
+    queues: list[tuple[Queue, Source]] = []
+    documents = 0
     for path in paths:
-        for file in _files(path):
+        files = _files(path)
+        if not files:
+            errors.append(_file_error(path, "is a directory with no .yaml, .yml or .json files"))
+        for file in files:
             try:
-                if file == "-":
-                    text = sys.stdin.read()
-                else:
-                    with open(file, encoding="utf-8") as fh:
-                        text = fh.read()
-            except OSError as exc:
-                errors.append(
-                    InputError(
-                        source=None,
-                        kind="file",
-                        name=file,
-                        field="",
-                        problem=f"cannot be read: {exc.strerror}",
-                    )
-                )
-                continue
-            try:
+                text = _read(file)
                 docs = list(split_documents(text, file=file))
             except InputError as exc:
                 errors.append(exc)
                 continue
+            documents += len(docs)
             for doc in docs:
                 try:
                     obj = parse_document(doc)
@@ -69,6 +130,12 @@ def load_paths(paths: Sequence[str]) -> Loaded:
                     continue
                 if isinstance(obj, SkippedObject):
                     skipped.append(obj)
-                else:
-                    objects.append((obj, dict(doc.raw)))
+                    continue
+                if isinstance(obj, Queue):
+                    queues.append((obj, doc.source))
+                objects.append((obj, dict(doc.raw)))
+    if not errors and documents == 0:
+        where = ", ".join(paths)
+        errors.append(_file_error(where, "holds no objects: there is nothing to apply"))
+    errors.extend(_queue_cycle_errors(queues))
     return Loaded(objects=objects, skipped=skipped, errors=errors)
