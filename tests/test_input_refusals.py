@@ -15,6 +15,7 @@ import pytest
 import yaml
 from click.testing import CliRunner, Result
 
+from kai.api.errors import Source
 from kai.api.manifest import Document, parse_document
 from kai.api.queue import Queue
 from kai.cli.main import main
@@ -82,8 +83,6 @@ def test_on_a_cluster_the_cycle_is_reported_and_everything_else_scheduled() -> N
     docs.append(pod("p-child", "child"))
     objects = []
     for i, raw in enumerate(docs, start=1):
-        from kai.api.errors import Source
-
         parsed = parse_document(Document(raw=raw, source=Source(file="cluster", index=i)))
         objects.append((parsed, raw))
     assert sum(isinstance(o, Queue) for o, _ in objects) == 4
@@ -96,7 +95,9 @@ def test_on_a_cluster_the_cycle_is_reported_and_everything_else_scheduled() -> N
     warned = {e["object"] for e in doc["events"] if e["reason"] == "InvalidQueue"}
     assert {"Queue/a", "Queue/b", "Queue/child"} <= warned
     queues = {q["name"]: q for q in doc["queues"]}
-    assert queues["a"]["requested"]["gpu"] == 1.0  # the roll-up counts each queue once
+    for name in ("a", "b", "child"):  # left out of the cycle: listed, with no share and nothing counted
+        assert queues[name]["fairShare"]["gpu"] == 0.0 and queues[name]["requested"]["gpu"] == 0.0
+    assert queues["team"]["allocated"]["gpu"] == 1.0
 
 
 # ---------------------------------------------------------------- item 7: kinds and empty input
