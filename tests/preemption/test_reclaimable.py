@@ -102,6 +102,35 @@ def test_reclaim_strategies(
     assert verdict.ok is ok, verdict.reason
 
 
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_loss_check_never_rejects_an_accepted_scenario(
+    case: tuple[str, list[float], list[float], list[float], float, list[float], float, bool],
+) -> None:
+    """The loss check is a necessary condition: a queue that loses victims in an accepted scenario passes it."""
+    _, deserved, fair, allocated, request, _charges, _multiplier, ok = case
+    can_lose = rc.victim_queue_can_lose(
+        table=table(parents=(-1, -1), deserved=deserved, fair=fair),
+        reclaimer_queue=0,
+        victim_queue=1,
+        allocated=alloc(allocated),
+        request=gpus(request),
+    )
+    assert can_lose or not ok
+
+
+def test_departments_with_unlimited_quota_lose_nothing() -> None:
+    """Departments with quota -1 (as in the Ray guide's queues) each deserve what they hold: no victim of
+    another department can ever be lost, whatever it holds, so a reclaim search between them is hopeless."""
+    # department d0 (0) with team 2, department d1 (1) with team 3; d1 holds all 16 GPUs
+    t = table(parents=(-1, -1, 0, 1), deserved=[U, U, U, U], fair=[16, 16, 16, 16])
+    assert rc.victim_queue_allowed(
+        table=t, reclaimer_queue=2, victim_queue=3, allocated=alloc([0, 16, 0, 16]), request=gpus(1)
+    )
+    assert not rc.victim_queue_can_lose(
+        table=t, reclaimer_queue=2, victim_queue=3, allocated=alloc([0, 16, 0, 16]), request=gpus(1)
+    )
+
+
 def test_saturation_blocks_reclaiming_back_and_forth() -> None:
     """A reclaimer over its fair share may not become at least as saturated as the queue it takes from."""
     assert rc.saturation_lower(

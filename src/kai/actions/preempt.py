@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kai.actions.common import preemptors
+from kai.actions.common.bounds import could_free_enough
 from kai.actions.common.solver import Scenario, solve
 from kai.actions.common.victims import VictimPool, amount, main_resource, protected_by_guards
 from kai.core.model import Job, Task
@@ -29,6 +30,8 @@ class PreemptAction:
         def attempt(job: Job, tasks: Sequence[Task]) -> bool:
             entries = pool.by_queue.get(job.queue, [])
             if not entries or entries[0][1].priority >= job.priority:
+                return False
+            if not could_free_enough(session, tasks, [job.queue]):
                 return False
             request = session.job_request(list(tasks))
             r = main_resource(request)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kai.actions.common import preemptors
+from kai.actions.common.bounds import could_free_enough
 from kai.actions.common.solver import Scenario, solve
 from kai.actions.common.victims import VictimPool, amount, main_resource, protected_by_guards
 from kai.core.model import Job, Task
@@ -53,10 +54,16 @@ class ReclaimAction:
             queues = session.snapshot.queues
             # only queues some strategy could take from hold victims (KAI's reclaim victim filter)
             victim_queues = [
-                q for q in pool.queues
+                q
+                for q in pool.queues
                 if q != job.queue and all(f(session, job, request, q) for f in session.reclaim_victim_filters)
             ]
             if not victim_queues:
+                return False
+            # victims may be lost only from queues some strategy still allows; if those cannot free
+            # enough, no scenario can be valid (moved victims free nothing)
+            losing = [q for q in victim_queues if all(c(session, job, request, q) for c in session.reclaim_loss_checks)]
+            if not could_free_enough(session, tasks, losing):
                 return False
             base_alloc = session.queue_allocated.copy()
             base_alloc_np = session.queue_allocated_np.copy()
@@ -86,8 +93,7 @@ class ReclaimAction:
                     quota = float(queues[theirs].deserved[r])
                     over = f"{names[theirs].name} is over its quota (has {_n(r, v_has)} of {_n(r, quota)})"
                 text = (
-                    f"queue {names[mine].name} is below its fair share of {amount(r, fair)} "
-                    f"(has {_n(r, has)}); {over}"
+                    f"queue {names[mine].name} is below its fair share of {amount(r, fair)} (has {_n(r, has)}); {over}"
                 )
                 if task in scenario.moved:
                     node = session.snapshot.nodes.names[scenario.moved[task]]

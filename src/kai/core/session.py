@@ -42,6 +42,8 @@ class GpuPolicy(Protocol):
     def node_bonus(self, session: Session, task: Task, fit: Fit) -> Vector: ...
 
     def devices(self, session: Session, task: Task, node: int, fit: Fit) -> gpu_devices.DeviceChoice | None: ...
+
+
 # Victim guards: True when `victim` is protected from `action` on behalf of `preemptor` (only the
 # pods above its gang minimum may then be taken). Reclaim gates: may this job reclaim at all?
 # Reclaim validators: None when a reclaim scenario is acceptable, else why not.
@@ -49,6 +51,9 @@ VictimGuardFn = Callable[["Session", str, Job, Job], bool]
 ReclaimGateFn = Callable[["Session", Job, Vector], bool]
 ReclaimValidatorFn = Callable[["Session", "ReclaimScenario"], "str | None"]
 ReclaimVictimFilterFn = Callable[["Session", Job, Vector, int], bool]  # (reclaimer, request, victim queue)
+# Reclaim loss checks: False when no scenario the validators accept could really evict (not just
+# move) a victim of the queue; a necessary condition of the validators, used to end hopeless searches.
+ReclaimLossCheckFn = Callable[["Session", Job, Vector, int], bool]  # (reclaimer, request, victim queue)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -101,6 +106,8 @@ class Session:
     * `reclaim_gates`: a job may reclaim only if every gate agrees.
     * `reclaim_validators`: a reclaim scenario is accepted only if every validator returns None.
     * `reclaim_victim_filters`: a queue's jobs are reclaim victims only if every filter agrees.
+    * `reclaim_loss_checks`: a queue's victims may be lost (evicted for good) in a valid reclaim
+      scenario only if every check agrees; checks never reject what the validators would accept.
     """
 
     def __init__(self, snapshot: Snapshot, config: SchedulerConfig) -> None:
@@ -129,9 +136,9 @@ class Session:
         self.podset_alive: list[npt.NDArray[np.int64]] = []
         # per-task queue charges, per-job tasks in task order, and a per-job change counter that
         # statements bump, so per-job derived values can be cached safely
-        self.task_charge: Matrix = np.array(
-            [self.queue_charge(t) for t in snapshot.tasks], dtype=np.float64
-        ).reshape(len(snapshot.tasks), 3)
+        self.task_charge: Matrix = np.array([self.queue_charge(t) for t in snapshot.tasks], dtype=np.float64).reshape(
+            len(snapshot.tasks), 3
+        )
         self.job_order_tasks: list[npt.NDArray[np.int64]] = [
             np.array(sorted(job.tasks, key=lambda i: self._task_order_key(snapshot.tasks[i])), dtype=np.int64)
             for job in snapshot.jobs
@@ -161,6 +168,7 @@ class Session:
         self.reclaim_gates: list[ReclaimGateFn] = []
         self.reclaim_validators: list[ReclaimValidatorFn] = []
         self.reclaim_victim_filters: list[ReclaimVictimFilterFn] = []
+        self.reclaim_loss_checks: list[ReclaimLossCheckFn] = []
         # outputs, appended by committed statements and by actions
         self.placements: list[Placement] = []
         self.evictions: list[Eviction] = []

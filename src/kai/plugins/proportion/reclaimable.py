@@ -16,6 +16,10 @@ this job can run) is accepted only if:
 
 Before any scenario is built, `victim_queue_allowed` keeps out of the search every queue no strategy
 could take anything from (KAI's reclaim victim filter), so a hopeless search ends at once.
+`victim_queue_can_lose` is a necessary condition of rule 2 on its own: a queue whose leveled queue
+fits no strategy at its current allocation can lose no victim in a valid scenario (taking victims
+only lowers what it holds, and both strategies need it to hold more than a bound). Its jobs may still
+be moved, so they stay in the search; the action uses the condition to prove a search hopeless.
 
 Vectors are in queue space (gpu, cpu millicores, memory bytes); -1 means unlimited. The
 `ReclaimablePlugin` registers these rules as the session's reclaim gate and validator.
@@ -109,7 +113,12 @@ def can_reclaim(
 
 
 def fits_strategy(
-    *, table: QueueTable, reclaimer_queue: int, victim_queue: int, allocated: Matrix, request: Vector,
+    *,
+    table: QueueTable,
+    reclaimer_queue: int,
+    victim_queue: int,
+    allocated: Matrix,
+    request: Vector,
     victim_remaining: Vector,
 ) -> str | None:
     """The strategy that allows taking from `victim_queue` (leveled queues), or None."""
@@ -131,7 +140,11 @@ def saturation(allocated: float, fair: float) -> float:
 
 
 def saturation_lower(
-    *, reclaimer_allocated: Vector, reclaimer_fair: Vector, sibling_allocated: Vector, sibling_fair: Vector,
+    *,
+    reclaimer_allocated: Vector,
+    reclaimer_fair: Vector,
+    sibling_allocated: Vector,
+    sibling_fair: Vector,
     multiplier: float,
 ) -> bool:
     """Per resource: a reclaimer over its fair share must stay less saturated than the sibling it takes from."""
@@ -170,6 +183,29 @@ def victim_queue_allowed(
     return not under
 
 
+def victim_queue_can_lose(
+    *, table: QueueTable, reclaimer_queue: int, victim_queue: int, allocated: Matrix, request: Vector
+) -> bool:
+    """Could a valid scenario really evict (not just move) a victim of `victim_queue`?
+
+    Rule 2 judges each lost victim with what its leveled queue holds before that victim goes; that
+    only shrinks as victims are taken, and both strategies need it above a bound, so the first
+    victim's check, on the current allocation, decides for all of them.
+    """
+    mine, theirs = leveled_queues(table.parents, reclaimer_queue, victim_queue)
+    return (
+        fits_strategy(
+            table=table,
+            reclaimer_queue=mine,
+            victim_queue=theirs,
+            allocated=allocated,
+            request=request,
+            victim_remaining=allocated[theirs],
+        )
+        is not None
+    )
+
+
 def reclaimable(
     *,
     table: QueueTable,
@@ -190,13 +226,15 @@ def reclaimable(
         remaining.setdefault(theirs, allocated[theirs].copy())
         for charge in victims[victim_queue]:
             strategy = fits_strategy(
-                table=table, reclaimer_queue=mine, victim_queue=theirs, allocated=allocated, request=request,
+                table=table,
+                reclaimer_queue=mine,
+                victim_queue=theirs,
+                allocated=allocated,
+                request=request,
                 victim_remaining=remaining[theirs],
             )
             if strategy is None:
-                return Verdict(
-                    ok=False, reason=f"queue {names[theirs]} would fall below its fair share and its quota"
-                )
+                return Verdict(ok=False, reason=f"queue {names[theirs]} would fall below its fair share and its quota")
             for q in path(table.parents, victim_queue):
                 remaining.setdefault(q, allocated[q].copy())
                 remaining[q] = remaining[q] - charge
@@ -206,8 +244,10 @@ def reclaimable(
             if sibling == q or table.parents[sibling] != table.parents[q]:
                 continue
             if not saturation_lower(
-                reclaimer_allocated=mine_after, reclaimer_fair=table.fair_share[q],
-                sibling_allocated=remaining[sibling], sibling_fair=table.fair_share[sibling],
+                reclaimer_allocated=mine_after,
+                reclaimer_fair=table.fair_share[q],
+                sibling_allocated=remaining[sibling],
+                sibling_fair=table.fair_share[sibling],
                 multiplier=multiplier,
             ):
                 return Verdict(
@@ -231,7 +271,7 @@ def queue_table(session: Session) -> QueueTable:
 
 
 class ReclaimablePlugin:
-    """Registers the reclaim gate and validator (part of KAI's proportion plugin)."""
+    """Registers the reclaim gate, validator, victim filter and loss check (part of KAI's proportion plugin)."""
 
     name = "reclaimable"
 
@@ -241,8 +281,12 @@ class ReclaimablePlugin:
 
         def gate(s: Session, job: Job, request: Vector) -> bool:
             return can_reclaim(
-                table=table, queue=job.queue, allocated=s.queue_allocated, allocated_np=s.queue_allocated_np,
-                request=request, preemptible=job.preemptible,
+                table=table,
+                queue=job.queue,
+                allocated=s.queue_allocated,
+                allocated_np=s.queue_allocated_np,
+                request=request,
+                preemptible=job.preemptible,
             )
 
         def validate(s: Session, scenario: ReclaimScenario) -> str | None:
@@ -260,10 +304,23 @@ class ReclaimablePlugin:
 
         def victim_filter(s: Session, job: Job, request: Vector, victim_queue: int) -> bool:
             return victim_queue_allowed(
-                table=table, reclaimer_queue=job.queue, victim_queue=victim_queue, allocated=s.queue_allocated,
+                table=table,
+                reclaimer_queue=job.queue,
+                victim_queue=victim_queue,
+                allocated=s.queue_allocated,
+                request=request,
+            )
+
+        def can_lose(s: Session, job: Job, request: Vector, victim_queue: int) -> bool:
+            return victim_queue_can_lose(
+                table=table,
+                reclaimer_queue=job.queue,
+                victim_queue=victim_queue,
+                allocated=s.queue_allocated,
                 request=request,
             )
 
         session.reclaim_gates.append(gate)
         session.reclaim_validators.append(validate)
         session.reclaim_victim_filters.append(victim_filter)
+        session.reclaim_loss_checks.append(can_lose)
