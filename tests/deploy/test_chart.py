@@ -5,6 +5,7 @@ RBAC without wildcards. The API server's view of them is in test_chart_on_cluste
 from __future__ import annotations
 
 import importlib.util
+import shlex
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -187,3 +188,31 @@ def test_priority_classes_and_default_queues_are_the_ones_kai_sim_assumes(manife
     assert [(q.meta.name, q.parent, q.resources) for q in queues] == [
         (q.meta.name, q.parent, q.resources) for q in default_queues(created=0.0)
     ]
+
+
+def test_readme_install_commands_use_the_chart_the_manifest_and_kai_install_crds() -> None:
+    readme = (REPO / "README.md").read_text()
+    section = readme.split("## Install on a cluster", 1)[1].split("\n## ", 1)[0]
+    commands = [line.strip() for line in section.splitlines() if line.strip().startswith(("helm ", "kubectl "))]
+    helm_installs = [shlex.split(c) for c in commands if c.startswith("helm install")]
+    assert len(helm_installs) == 2
+    for args in helm_installs:
+        assert args[2:6] == ["kai", "deploy/helm/kai", "-n", "kai-scheduler"]
+        settings = [args[i + 1].split("=")[0] for i, a in enumerate(args) if a == "--set"]
+        values = yaml.safe_load((CHART / "values.yaml").read_text())
+        for setting in settings:  # every --set names a value the chart has
+            node = values
+            for part in setting.split("."):
+                assert isinstance(node, dict) and part in node, setting
+                node = node[part]
+    assert commands.count("kubectl apply -f deploy/kai.yaml") == 2
+    assert "kai install crds | kubectl apply -f -" in section
+
+
+def test_dockerfile_runs_kai_run_as_the_user_the_chart_expects(manifest: list[dict[str, Any]]) -> None:
+    lines = [line.strip() for line in (REPO / "Dockerfile").read_text().splitlines()]
+    assert lines[[i for i, line in enumerate(lines) if line.startswith("FROM ")][-1]] == "FROM python:3.11-slim"
+    assert lines[-1] == 'ENTRYPOINT ["kai", "run"]'
+    [user] = [line.split()[1] for line in lines if line.startswith("USER ")]
+    pod = one(manifest, "Deployment")["spec"]["template"]["spec"]
+    assert user == f"{pod['securityContext']['runAsUser']}:{pod['securityContext']['runAsGroup']}"
