@@ -7,8 +7,7 @@ limit or put non-preemptible work over quota, at every level of the tree.
 
 from __future__ import annotations
 
-import numpy as np
-
+from kai.core import resources
 from kai.core.decisions import JobCondition
 from kai.core.model import Job
 from kai.core.resources import QUEUE_RESOURCE_NAMES, Vector
@@ -34,11 +33,9 @@ def format_amount(resource: int, value: float) -> str:
 
 
 def allocatable_share(session: Session, queue: int) -> Vector:
-    """max(deserved, fair share) capped by the limit; -1 where unlimited."""
+    """max(deserved, fair share) capped by the limit; -1 where unlimited (`resources.allocatable_share`)."""
     q = session.snapshot.queues[queue]
-    fair = session.fair_share[queue]
-    out = np.where(q.deserved == UNLIMITED, UNLIMITED, np.maximum(q.deserved, fair))
-    return np.where(q.limit == UNLIMITED, out, np.where(out == UNLIMITED, q.limit, np.minimum(out, q.limit)))
+    return resources.allocatable_share(q.deserved, session.fair_share[queue], q.limit)
 
 
 Triple = tuple[float, float, float]
@@ -132,13 +129,17 @@ class QueueOrder:
 
 
 def check_capacity(session: Session, job: Job, request: Vector) -> JobCondition | None:
-    """Queue limits at every level, and non-preemptible jobs only within quota at every level."""
+    """Queue limits at every level, and non-preemptible jobs only within quota at every level.
+
+    As KAI's capacity policy, a resource the job does not request is never checked (so a queue already
+    over a lowered limit, or with a negative one, still takes jobs that do not ask for that resource).
+    """
     for q in session.ancestors(job.queue):
         queue = session.snapshot.queues[q]
         for r in range(3):
             limit = queue.limit[r]
             allocated = session.queue_allocated[q, r]
-            if limit != UNLIMITED and allocated + request[r] > limit + EPS:
+            if limit != UNLIMITED and request[r] != 0 and allocated + request[r] > limit + EPS:
                 name = QUEUE_RESOURCE_NAMES[r]
                 return JobCondition(
                     podgroup=job.key,
@@ -155,7 +156,7 @@ def check_capacity(session: Session, job: Job, request: Vector) -> JobCondition 
         for r in range(3):
             quota = queue.deserved[r]
             allocated = session.queue_allocated_np[q, r]
-            if quota != UNLIMITED and allocated + request[r] > quota + EPS:
+            if quota != UNLIMITED and request[r] != 0 and allocated + request[r] > quota + EPS:
                 name = QUEUE_RESOURCE_NAMES[r]
                 return JobCondition(
                     podgroup=job.key,
