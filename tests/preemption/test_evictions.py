@@ -45,8 +45,8 @@ def test_preempt_names_preemptor_and_priorities() -> None:
     doc = run("preempt-lowest-priority-newest-first")
     assert evicted(doc) == {"default/new-train-0": ("preempt", "default/serve")}
     assert messages(doc)["default/new-train-0"] == (
-        "evicted by preempt: default/serve (priority 125) needs 1 GPU in queue team; "
-        "default/new-train has lower priority 50"
+        "evicted by preempt: serve (priority 125) needs 1 GPU in queue team; "
+        "new-train has lower priority 50"
     )
 
 
@@ -54,7 +54,7 @@ def test_consolidation_says_where_the_pod_moves() -> None:
     doc = run("consolidation-moves-pod")
     assert evicted(doc) == {"default/p2-0": ("consolidation", "default/big")}
     assert messages(doc)["default/p2-0"].startswith(
-        "evicted by consolidation: moved to node-a to make room for default/big"
+        "evicted by consolidation: moved to node-a to make room for big"
     )
 
 

@@ -66,7 +66,7 @@ class ConsolidationAction:
             def message(scenario: Scenario, task: int) -> str:
                 node = session.snapshot.nodes.names[scenario.moved.get(task, -1)] if task in scenario.moved else "?"
                 return (
-                    f"evicted by consolidation: moved to {node} to make room for {job.key}, which needs "
+                    f"evicted by consolidation: moved to {node} to make room for {job.display_name}, which needs "
                     f"{amount(r, float(request[r]))} that free space scattered across nodes could not hold"
                 )
 

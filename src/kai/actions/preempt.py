@@ -40,8 +40,9 @@ class PreemptAction:
             def message(scenario: Scenario, task: int) -> str:
                 victim = session.snapshot.jobs[session.task(task).job]
                 why = (
-                    f"{job.key} (priority {job.priority}) needs {amount(r, float(request[r]))} in queue {queue}; "
-                    f"{victim.key} has lower priority {victim.priority}"
+                    f"{job.display_name} (priority {job.priority}) needs {amount(r, float(request[r]))} "
+                    f"in queue {queue}; "
+                    f"{victim.display_name} has lower priority {victim.priority}"
                 )
                 if task in scenario.moved:
                     node = session.snapshot.nodes.names[scenario.moved[task]]

@@ -97,7 +97,7 @@ class ReclaimAction:
                 )
                 if task in scenario.moved:
                     node = session.snapshot.nodes.names[scenario.moved[task]]
-                    return f"evicted by reclaim: moved to {node} to make room for {job.key}: {text}"
+                    return f"evicted by reclaim: moved to {node} to make room for {job.display_name}: {text}"
                 return f"evicted by reclaim: {text}"
 
             stmt = Statement(session, action=self.name)

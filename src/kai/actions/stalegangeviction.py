@@ -72,7 +72,8 @@ class StaleGangEvictionAction:
             else:
                 short = f"{alive} of the {job.min_member} pods it needs (minMember)"
             message = (
-                f"evicted by stalegangeviction: gang {job.key} has had {short} for {_seconds(session.now - since)}, "
+                f"evicted by stalegangeviction: gang {job.display_name} has had {short} "
+                f"for {_seconds(session.now - since)}, "
                 f"longer than {whose} staleness grace period of {_seconds(grace)}; its remaining pods are stopped "
                 "so their resources are not held idle"
             )

@@ -13,6 +13,7 @@ satisfied once that many of its direct children are. Without `minSubGroup` every
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +30,8 @@ LAST_EVICTION_ANNOTATION = "kai.scheduler/last-eviction-timestamp"
 PREEMPTION_DELAY_ANNOTATION = "kai.scheduler/preemption-delay"
 STALENESS_GRACE_PERIOD_ANNOTATION = "kai.scheduler/staleness-grace-period"
 SAFE_TO_CONSOLIDATE_ANNOTATION = "kai.scheduler/safe-to-consolidate"
+# Written by the pod grouper on the PodGroups it makes: the top owner's identity, as YAML lines.
+TOP_OWNER_METADATA_ANNOTATION = "kai.scheduler/top-owner-metadata"
 
 # Go's strconv.ParseBool, which KAI uses for boolean annotation values.
 _TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
@@ -118,6 +121,29 @@ class PodGroup:
         return self.min_sub_group is not None or any(s.min_sub_group is not None for s in self.sub_groups)
 
 
+def top_owner_fields(pg: PodGroup) -> dict[str, str]:
+    """The fields of the `kai.scheduler/top-owner-metadata` annotation (name, uid, group, version, kind)."""
+    fields: dict[str, str] = {}
+    for line in pg.meta.annotations.get(TOP_OWNER_METADATA_ANNOTATION, "").splitlines():
+        key, _, value = line.partition(": ")
+        if value.startswith('"'):  # the grouper double-quotes scalars that would not read back plain
+            try:
+                value = str(json.loads(value))
+            except ValueError:
+                continue
+        fields[key.strip()] = value.strip()
+    return fields
+
+
+def workload_of(pg: PodGroup) -> str:
+    """The workload as its user named it: `Kind/name` of the top owner the pod grouper recorded, else
+    `PodGroup/name` for a PodGroup the user wrote."""
+    fields = top_owner_fields(pg)
+    if fields.get("kind") and fields.get("name"):
+        return f"{fields['kind']}/{fields['name']}"
+    return f"PodGroup/{pg.name}"
+
+
 def tree_min_pods(sub_groups: tuple[SubGroup, ...], min_sub_group: int | None) -> int:
     """The fewest pods that satisfy the subgroup tree: per level, the cheapest children it needs."""
     children: dict[str | None, list[SubGroup]] = {}
@@ -154,14 +180,10 @@ def parse_podgroup(raw: Mapping[str, Any], *, source: Source | None) -> PodGroup
             raise spec.error("minSubGroup", f"must be at least 1, got {min_sub_group}")
     preemptibility = spec.text("preemptibility") or None
     if preemptibility not in (None, PREEMPTIBLE, NON_PREEMPTIBLE):
-        raise spec.error(
-            "preemptibility", f'must be "preemptible" or "non-preemptible", got "{preemptibility}"'
-        )
+        raise spec.error("preemptibility", f'must be "preemptible" or "non-preemptible", got "{preemptibility}"')
     preemption_delay = spec.duration("preemptionDelay")
     if preemption_delay is not None and preemption_delay < 0:
-        raise spec.error(
-            "preemptionDelay", f'must not be negative, got "{spec.text("preemptionDelay")}"'
-        )
+        raise spec.error("preemptionDelay", f'must not be negative, got "{spec.text("preemptionDelay")}"')
     staleness_grace_period = spec.duration("stalenessGracePeriod")
     safe_to_consolidate = spec.flag("safeToConsolidate", True)
     sub_groups = []

@@ -6,6 +6,7 @@ import click
 
 from kai import __version__
 from kai.cli.demo_cmd import demo
+from kai.cli.explain_cmd import explain
 from kai.cli.install_cmd import install
 from kai.cli.replay_cmd import replay
 from kai.cli.sim_cmd import sim
@@ -23,6 +24,7 @@ main.add_command(sim)
 main.add_command(demo)
 main.add_command(replay)
 main.add_command(install)
+main.add_command(explain)
 
 
 if __name__ == "__main__":

@@ -136,10 +136,16 @@ class Job:
     safe_to_consolidate: bool = True  # False: consolidation never moves this job
     # the subgroup tree when some level sets minSubGroup; empty: every podset and min_member must be met
     subgroup_sets: tuple[SubGroupSet, ...] = ()
+    workload: str = ""  # `Kind/name` of the workload as its user named it (see api.podgroup.workload_of)
 
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+    @property
+    def display_name(self) -> str:
+        """How messages name the job: the user's workload name (`build-pod`), not the PodGroup's."""
+        return self.workload.split("/", 1)[1] if "/" in self.workload else self.name
 
     def gang_satisfied_by(self, counts: Counts) -> bool:
         """Whether per-podset pod counts meet the gang: the subgroup tree's rule, else the flat one."""

@@ -12,6 +12,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from kai.api import podgroup as api_podgroup
 from kai.podgrouper import model
 
 # Labels and annotations read from workloads and pods.
@@ -22,7 +23,7 @@ PRIORITY_LABEL_KEY = "priorityClassName"
 PREEMPTIBILITY_LABEL_KEY = "kai.scheduler/preemptibility"
 NODE_POOL_LABEL_KEY = "kai.scheduler/node-pool"
 USER_LABEL_KEY = "user"
-TOP_OWNER_METADATA_ANNOTATION = "kai.scheduler/top-owner-metadata"
+TOP_OWNER_METADATA_ANNOTATION = api_podgroup.TOP_OWNER_METADATA_ANNOTATION
 TOPOLOGY_ANNOTATION = "kai.scheduler/topology"
 TOPOLOGY_REQUIRED_ANNOTATION = "kai.scheduler/topology-required-placement"
 TOPOLOGY_PREFERRED_ANNOTATION = "kai.scheduler/topology-preferred-placement"

@@ -24,7 +24,8 @@ def open_session(snapshot: Snapshot, config: SchedulerConfig) -> Session:
     return session
 
 
-def run_cycle(snapshot: Snapshot, config: SchedulerConfig) -> CycleResult:
+def run_actions(snapshot: Snapshot, config: SchedulerConfig) -> Session:
+    """Steps 1 and 2: the session after every configured action ran (what `kai.explain` reads)."""
     # 1. open the session
     session = open_session(snapshot, config)
     # 2. run the actions
@@ -32,7 +33,15 @@ def run_cycle(snapshot: Snapshot, config: SchedulerConfig) -> CycleResult:
         action = registry.make_action(name)
         if action is not None:
             action.execute(session)
-    # 3. close: decisions leave as data
+    return session
+
+
+def run_cycle(snapshot: Snapshot, config: SchedulerConfig) -> CycleResult:
+    return close_session(run_actions(snapshot, config))
+
+
+def close_session(session: Session) -> CycleResult:
+    """Step 3: decisions leave as data."""
     queues, jobs = _figures(session)
     return CycleResult(
         placements=tuple(session.placements),

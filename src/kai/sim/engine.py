@@ -17,7 +17,7 @@ import dataclasses
 import hashlib
 import heapq
 import itertools
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,10 +38,10 @@ from kai.cluster import effects
 from kai.cluster import pods as cluster_pods
 from kai.cluster.state import cycle_snapshot
 from kai.core.decisions import CycleResult, Event, QueueFigures
-from kai.core.model import TaskStatus
-from kai.core.session import SchedulerConfig
+from kai.core.model import Snapshot, TaskStatus
+from kai.core.session import SchedulerConfig, Session
 from kai.core.snapshot_builder import BuiltSnapshot, PodState
-from kai.scheduler.cycle import run_cycle
+from kai.scheduler.cycle import close_session, run_actions
 from kai.sim import binder, controllers, defaults, grouping, reconcile
 from kai.sim.state import SimPod, SimPodGroup
 
@@ -112,6 +112,7 @@ class Simulation:
         self.configmaps: dict[tuple[str, str], ConfigMap] = {}
         self.totals = Totals()
         self.queue_figures: dict[str, QueueFigures] = {}  # as the last cycle left them
+        self.last_cycle: tuple[Snapshot, Session] | None = None  # its snapshot and session, for `kai explain`
         self.warnings: list[str] = []
         self._uid_counter = itertools.count(1)
         self._pending: list[tuple[float, int, ApiObject, Mapping[str, Any]]] = []
@@ -446,7 +447,9 @@ class Simulation:
         built = self.snapshot()
         for problem in built.queue_problems:
             self._event("Warning", "InvalidQueue", f"Queue/{problem.queue}", problem.message)
-        return run_cycle(built.snapshot, self.config)
+        session = run_actions(built.snapshot, self.config)
+        self.last_cycle = (built.snapshot, session)
+        return close_session(session)
 
     def _apply(self, result: CycleResult) -> bool:
         """Apply the planned effects to the store; returns whether any pod changed state."""
@@ -527,13 +530,20 @@ class Simulation:
         group.podgroup = dataclasses.replace(group.podgroup, meta=dataclasses.replace(meta, annotations=annotations))
 
     def run(self, *, cycles: int | None, until_idle: bool, max_time: float) -> None:
+        for _ in self.cycles(cycles=cycles, until_idle=until_idle, until=self.start + max_time):
+            pass
+
+    def cycles(self, *, cycles: int | None, until_idle: bool, until: float) -> Iterator[bool]:
+        """Run cycles, yielding after each whether it changed anything: `cycles` of them (default 1), or
+        with `until_idle` until nothing changes and no timed event is due, skipping the idle time to the
+        next timed event, while the clock is at most `until`."""
         if not until_idle:
             for _ in range(cycles or 1):
-                self.step()
+                yield self.step()
             return
-        limit = self.start + max_time
-        while self.now <= limit:
+        while self.now <= until:
             changed = self.step()
+            yield changed
             if changed:
                 continue
             upcoming = self.next_timed_event()
@@ -545,6 +555,12 @@ class Simulation:
                 self.now += steps * period
                 if self.now < upcoming - 1e-9:
                     self.now += period
+
+    def fork(self) -> Simulation:
+        """A copy that runs on by itself with no new arrivals (what `kai explain` simulates forward on)."""
+        fork = copy.deepcopy(self)
+        fork._pending = []
+        return fork
 
     def clock_text(self) -> str:
         return format_timestamp(self.now)

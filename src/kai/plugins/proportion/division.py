@@ -205,13 +205,13 @@ def _divide(
     k_value: float,
 ) -> tuple[list[float], float]:
     """Fair shares (in sibling order) and the amount left over, for one resource at one level."""
-    requestable = [r if cap == UNLIMITED else min(cap, r) for r, cap in zip(request, limit, strict=True)]
+    requestable = [_requestable(r, cap) for r, cap in zip(request, limit, strict=True)]
     fair = [0.0] * len(requestable)
 
     # 1. Deserved phase.
     left = total
     for i, quota in enumerate(deserved):
-        amount = min(total if quota == UNLIMITED else quota, requestable[i])
+        amount = deserved_portion(total=total, deserved=quota, limit=limit[i], request=request[i])
         fair[i] += amount
         left -= amount
     if left <= 0:
@@ -228,6 +228,16 @@ def _divide(
             continue
         left = _leftover_pass(left, rests, fair, siblings)
     return fair, left
+
+
+def _requestable(request: float, limit: float) -> float:
+    return request if limit == UNLIMITED else min(limit, request)
+
+
+def deserved_portion(*, total: float, deserved: float, limit: float, request: float) -> float:
+    """What the deserved phase gives one queue of `total`: its quota (all of `total` for -1), at most
+    what it can request (its request, capped by its limit)."""
+    return min(total if deserved == UNLIMITED else deserved, _requestable(request, limit))
 
 
 def _over_quota_rounds(

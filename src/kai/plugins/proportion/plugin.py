@@ -7,7 +7,10 @@ limit or put non-preemptible work over quota, at every level of the tree.
 
 from __future__ import annotations
 
-from kai.core import resources
+from dataclasses import dataclass
+
+import numpy as np
+
 from kai.core.decisions import JobCondition
 from kai.core.model import Job
 from kai.core.resources import QUEUE_RESOURCE_NAMES, Vector
@@ -33,9 +36,11 @@ def format_amount(resource: int, value: float) -> str:
 
 
 def allocatable_share(session: Session, queue: int) -> Vector:
-    """max(deserved, fair share) capped by the limit; -1 where unlimited (`resources.allocatable_share`)."""
+    """max(deserved, fair share) capped by the limit; -1 where unlimited."""
     q = session.snapshot.queues[queue]
-    return resources.allocatable_share(q.deserved, session.fair_share[queue], q.limit)
+    fair = session.fair_share[queue]
+    out = np.where(q.deserved == UNLIMITED, UNLIMITED, np.maximum(q.deserved, fair))
+    return np.where(q.limit == UNLIMITED, out, np.where(out == UNLIMITED, q.limit, np.minimum(out, q.limit)))
 
 
 Triple = tuple[float, float, float]
@@ -128,47 +133,83 @@ class QueueOrder:
         return -1 if self.rank[left] < self.rank[right] else 1
 
 
-def check_capacity(session: Session, job: Job, request: Vector) -> JobCondition | None:
-    """Queue limits at every level, and non-preemptible jobs only within quota at every level.
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CapacityBlock:
+    """Which capacity gate stops a job attempt, at which queue level, with the numbers behind it.
 
-    As KAI's capacity policy, a resource the job does not request is never checked (so a queue already
-    over a lowered limit, or with a negative one, still takes jobs that do not ask for that resource).
+    `bound` is the queue's limit (OverLimit) or its quota (NonPreemptibleOverQuota); `allocated`
+    is what the queue holds (all work for a limit, non-preemptible work for a quota), `request`
+    what the attempt adds, all in queue space for `resource` (0 gpu, 1 cpu, 2 memory).
+    """
+
+    reason: str  # OVER_LIMIT or NON_PREEMPTIBLE_OVER_QUOTA
+    queue: int
+    resource: int
+    allocated: float
+    request: float
+    bound: float
+
+    def message(self, session: Session) -> str:
+        queue = session.snapshot.queues[self.queue].name
+        name = QUEUE_RESOURCE_NAMES[self.resource]
+        r = self.resource
+        if self.reason == OVER_LIMIT:
+            return (
+                f"queue {queue} would exceed its {name} limit: it has "
+                f"{format_amount(r, self.allocated)} allocated, "
+                f"the job needs {format_amount(r, self.request)}, "
+                f"the limit is {format_amount(r, self.bound)}"
+            )
+        return (
+            f"non-preemptible job would put queue {queue} over its {name} quota: it has "
+            f"{format_amount(r, self.allocated)} of non-preemptible work, the job needs "
+            f"{format_amount(r, self.request)}, the quota is {format_amount(r, self.bound)}; "
+            "use a preemptible priority class (such as train) to run over quota"
+        )
+
+
+def capacity_block(session: Session, job: Job, request: Vector) -> CapacityBlock | None:
+    """The first gate the attempt breaks, walking up from the job's leaf queue; None if it passes.
+
+    At each level: every limit, then (for a non-preemptible job) every quota.
     """
     for q in session.ancestors(job.queue):
         queue = session.snapshot.queues[q]
         for r in range(3):
             limit = queue.limit[r]
             allocated = session.queue_allocated[q, r]
-            if limit != UNLIMITED and request[r] != 0 and allocated + request[r] > limit + EPS:
-                name = QUEUE_RESOURCE_NAMES[r]
-                return JobCondition(
-                    podgroup=job.key,
+            if limit != UNLIMITED and allocated + request[r] > limit + EPS:
+                return CapacityBlock(
                     reason=OVER_LIMIT,
-                    message=(
-                        f"queue {queue.name} would exceed its {name} limit: it has "
-                        f"{format_amount(r, allocated)} allocated, "
-                        f"the job needs {format_amount(r, request[r])}, "
-                        f"the limit is {format_amount(r, limit)}"
-                    ),
+                    queue=q,
+                    resource=r,
+                    allocated=float(allocated),
+                    request=float(request[r]),
+                    bound=float(limit),
                 )
         if job.preemptible:
             continue
         for r in range(3):
             quota = queue.deserved[r]
             allocated = session.queue_allocated_np[q, r]
-            if quota != UNLIMITED and request[r] != 0 and allocated + request[r] > quota + EPS:
-                name = QUEUE_RESOURCE_NAMES[r]
-                return JobCondition(
-                    podgroup=job.key,
+            if quota != UNLIMITED and allocated + request[r] > quota + EPS:
+                return CapacityBlock(
                     reason=NON_PREEMPTIBLE_OVER_QUOTA,
-                    message=(
-                        f"non-preemptible job would put queue {queue.name} over its {name} quota: it has "
-                        f"{format_amount(r, allocated)} of non-preemptible work, the job needs "
-                        f"{format_amount(r, request[r])}, the quota is {format_amount(r, quota)}; "
-                        "use a preemptible priority class (such as train) to run over quota"
-                    ),
+                    queue=q,
+                    resource=r,
+                    allocated=float(allocated),
+                    request=float(request[r]),
+                    bound=float(quota),
                 )
     return None
+
+
+def check_capacity(session: Session, job: Job, request: Vector) -> JobCondition | None:
+    """Queue limits at every level, and non-preemptible jobs only within quota at every level."""
+    block = capacity_block(session, job, request)
+    if block is None:
+        return None
+    return JobCondition(podgroup=job.key, reason=block.reason, message=block.message(session))
 
 
 def compute_fair_share(session: Session) -> None:

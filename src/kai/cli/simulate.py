@@ -1,0 +1,108 @@
+"""Run `kai sim`'s inputs on the embedded cluster: shared by `kai sim` and `kai explain -f`.
+
+Bad options or manifests end the command with exit status 2 and every problem on standard error
+(the file, the document, the object and the field); an internal error exits 1 with the trace.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from typing import NoReturn
+
+import click
+
+from kai.api.errors import InputError
+from kai.api.fields import parse_duration, parse_timestamp
+from kai.api.manifest import SkippedObject
+from kai.cluster.config import load_config, parse_actions
+from kai.core.session import SchedulerConfig
+from kai.sim.engine import Simulation
+from kai.sim.loader import load_paths
+
+
+def fail(message: str) -> NoReturn:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(2)
+
+
+def sim_options(
+    config_path: str | None, actions_text: str | None, start_time: str | None, max_time: str
+) -> tuple[SchedulerConfig, float | None, float]:
+    """The scheduler configuration, start time and time bound from the options; exit 2 naming a bad one."""
+    try:
+        config = load_config(config_path) if config_path else SchedulerConfig()
+    except InputError as exc:
+        fail(f"--config {config_path}: {exc.field + ': ' if exc.field else ''}{exc.problem}")
+    if actions_text is not None:
+        try:
+            config = replace(config, actions=parse_actions(actions_text, file="--actions", field="--actions"))
+        except InputError as exc:
+            fail(f"--actions: {exc.problem}")
+    start = None
+    if start_time:
+        try:
+            start = parse_timestamp(start_time)
+        except (ValueError, OverflowError):
+            fail(f'--start-time: must be an RFC 3339 time such as 2026-01-01T00:00:00Z, got "{start_time}"')
+    try:
+        bound = parse_duration(max_time)
+    except ValueError as exc:
+        fail(f"--max-time: {exc}")
+    if bound <= 0:
+        fail(f'--max-time: must be positive, got "{max_time}"')
+    return config, start, bound
+
+
+def _report_skipped(skipped: list[SkippedObject], *, verbose: bool) -> None:
+    """Objects of kinds kai does not read: one line each with -v, else one summary line."""
+    if not skipped:
+        return
+    if verbose:
+        for obj in skipped:
+            click.echo(f"skipped: {obj.source}: {obj.api_version} {obj.kind} {obj.name}: {obj.reason}", err=True)
+        return
+    kinds = sorted({obj.kind for obj in skipped})
+    click.echo(
+        f"skipped {len(skipped)} object(s) of kinds kai does not read ({', '.join(kinds)}); -v lists them",
+        err=True,
+    )
+
+
+def simulate(
+    *,
+    paths: tuple[str, ...],
+    cycles: int | None,
+    until_idle: bool,
+    max_time: str,
+    actions_text: str | None,
+    config_path: str | None,
+    start_time: str | None,
+    verbose: bool = False,
+) -> Simulation:
+    """The simulation after the requested cycles (what `kai sim` prints, what `kai explain` explains)."""
+    if cycles is not None and until_idle:
+        raise click.UsageError("--cycles and --until-idle exclude each other")
+    config, start, bound = sim_options(config_path, actions_text, start_time, max_time)
+    loaded = load_paths(paths)
+    _report_skipped(loaded.skipped, verbose=verbose)
+    if loaded.errors:
+        for error in loaded.errors:
+            click.echo(f"error: {error}", err=True)
+        sys.exit(2)
+    try:
+        simulation = Simulation(loaded.objects, config=config, start_time=start)
+        simulation.run(cycles=cycles, until_idle=until_idle, max_time=bound)
+    except InputError as exc:
+        fail(str(exc))
+    except Exception as exc:  # an internal error: say so plainly, exit 1 (the contract), keep the trace
+        internal_error(exc)
+    return simulation
+
+
+def internal_error(exc: Exception) -> NoReturn:
+    import traceback
+
+    traceback.print_exc(file=sys.stderr)
+    click.echo(f"internal error: {type(exc).__name__}: {exc}; please report it with the input", err=True)
+    sys.exit(1)

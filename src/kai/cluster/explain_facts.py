@@ -1,0 +1,91 @@
+"""What the explanation engine needs to know about a cluster's objects beyond the snapshot.
+
+For every adapter alike: the workload behind each PodGroup (the pod grouper's top-owner annotation,
+or the PodGroup itself when a user wrote it), the top owner of each pod (the same owner chain the
+pod grouper walks), whether a workload's queue label is missing (the pod grouper's own hint), the
+priority classes, and a lookup of the objects as they were applied, for merge patches. Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kai.api import podgroup as api_podgroup
+from kai.cluster.grouping import config_for
+from kai.cluster.state import ClusterState
+from kai.core.session import SchedulerConfig
+from kai.explain import model
+from kai.podgrouper import model as grouper_model
+from kai.podgrouper import queues, top_owner
+
+DEFAULT_QUEUE = "default-queue"
+
+
+def _key(obj: Mapping[str, Any], namespace: str) -> model.ObjectKey:
+    meta = obj.get("metadata") or {}
+    return model.ObjectKey(
+        api_version=str(obj.get("apiVersion", "")),
+        kind=str(obj.get("kind", "")),
+        namespace=str(meta.get("namespace") or namespace),
+        name=str(meta.get("name", "")),
+    )
+
+
+def facts(state: ClusterState, config: SchedulerConfig) -> model.Facts:
+    """The facts of the cluster state as it is now."""
+    grouper_config = config_for(config.queue_label_key, state.priority_class_objects())
+    pod_owners: dict[str, model.ObjectKey] = {}
+    missing_label: dict[str, bool] = {}  # PodGroup namespace/name -> a pod says the label is missing
+    ours, _ = state.pod_states()
+    for pod_state in ours:
+        pod = pod_state.pod
+        raw = state.lookup(pod.namespace, "v1", "Pod", pod.name)
+        if raw is None:
+            continue
+        chain = top_owner.owner_chain(pod=raw, lookup=state.lookup)
+        if isinstance(chain, grouper_model.GroupingError):
+            continue
+        pod_owners[pod.key] = _key(chain.top_owner, pod.namespace)
+        if pod_state.podgroup is not None:
+            hint = queues.missing_label_hint(base=chain.top_owner, pod=raw, config=grouper_config)
+            group = f"{pod.namespace}/{pod_state.podgroup}"
+            missing_label[group] = missing_label.get(group, False) or hint is not None
+    workloads: dict[str, model.WorkloadFacts] = {}
+    for pg in state.podgroup_objects():
+        key = f"{pg.meta.namespace}/{pg.name}"
+        derived = api_podgroup.TOP_OWNER_METADATA_ANNOTATION in pg.meta.annotations
+        workloads[key] = model.WorkloadFacts(
+            owner=_owner(pg) if derived else None,
+            podgroup_is_input=not derived,
+            queue_label_missing=derived and missing_label.get(key, False),
+            preemptibility_set=pg.preemptibility is not None,
+        )
+    classes = {
+        name: model.PriorityClassFacts(name=name, value=pc.value, preempts=pc.preemption_policy != "Never")
+        for name, pc in state.priority_class_objects().items()
+    }
+
+    def objects(key: model.ObjectKey) -> Mapping[str, Any] | None:
+        return state.lookup(key.namespace, key.api_version, key.kind, key.name)
+
+    return model.Facts(
+        workloads=workloads,
+        pod_owners=pod_owners,
+        priority_classes=classes,
+        objects=objects,
+        queue_label_key=config.queue_label_key,
+        default_queue=DEFAULT_QUEUE,
+    )
+
+
+def _owner(pg: api_podgroup.PodGroup) -> model.ObjectKey | None:
+    """The top owner the pod grouper recorded on a PodGroup it made."""
+    fields = api_podgroup.top_owner_fields(pg)
+    if not fields.get("kind") or not fields.get("name"):
+        return None
+    group, version = fields.get("group", ""), fields.get("version", "")
+    api_version = f"{group}/{version}" if group else version
+    return model.ObjectKey(
+        api_version=api_version, kind=fields["kind"], namespace=pg.meta.namespace, name=fields["name"]
+    )

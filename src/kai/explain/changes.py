@@ -1,0 +1,258 @@
+"""Candidate changes a user could make, each applied to a copy of the snapshot.
+
+A change knows how to rewrite the snapshot (pure: a new snapshot, the old one untouched), how a
+person reads it, and how big it is (`size`: kind of change, then how much it changes, so the
+smallest change is offered first). Turning a change into merge patches on the input objects is
+`kai.explain.patches`' job.
+
+Kinds of change, smallest first: workload settings that give up nothing (its queue, its priority
+class, a node selector), then shrinking the workload (its gang, its pods), then raising a queue's
+limit or quota (an administrator's change).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from kai.core import constraints as constraint_lib
+from kai.core.model import Constraint, Job, Snapshot, Task, TaskStatus
+from kai.core.resources import MB
+from kai.explain import words
+
+WORKLOAD_SETTING = 0
+SHRINK = 1
+QUEUE_ADMIN = 2
+
+
+def _replace_job(snapshot: Snapshot, job: Job) -> Snapshot:
+    jobs = list(snapshot.jobs)
+    jobs[job.index] = job
+    return dataclasses.replace(snapshot, jobs=tuple(jobs))
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SetQueue:
+    job: int
+    queue: str
+    preference: int = 0  # 0: the queue the user most likely meant
+
+    family = "queue"  # one suggestion per family: the smallest that works
+
+    def describe(self, snapshot: Snapshot, label_key: str) -> str:
+        return f"set the {label_key} label of {snapshot.jobs[self.job].display_name} to {self.queue}"
+
+    @property
+    def size(self) -> tuple[int, float]:
+        return (WORKLOAD_SETTING, self.preference / 1000)
+
+    def apply(self, snapshot: Snapshot) -> Snapshot:
+        job = snapshot.jobs[self.job]
+        index = snapshot.queue_by_name[self.queue]
+        problem = job.problem if job.problem is not None and job.problem.reason != "QueueDoesNotExist" else None
+        return _replace_job(snapshot, dataclasses.replace(job, queue=index, queue_name=self.queue, problem=problem))
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SetPriorityClass:
+    job: int
+    name: str
+    value: int
+    preemptible: bool  # what the job becomes
+    preempts: bool
+    why: str  # "to go over quota", "to be tried earlier in its queue", ...
+
+    family = "preemptibility-or-priority"  # one suggestion per family: the smallest that works
+
+    def describe(self, snapshot: Snapshot, label_key: str) -> str:
+        kind = "preemptible" if self.preemptible else "non-preemptible"
+        return f"use priority {self.name} ({kind}) {self.why}".rstrip()
+
+    @property
+    def size(self) -> tuple[int, float]:
+        return (WORKLOAD_SETTING, 1.0)
+
+    def apply(self, snapshot: Snapshot) -> Snapshot:
+        job = snapshot.jobs[self.job]
+        problem = job.problem if job.problem is not None and job.problem.reason != "PriorityClassNotFound" else None
+        return _replace_job(
+            snapshot,
+            dataclasses.replace(
+                job,
+                priority=self.value,
+                priority_class_name=self.name,
+                preemptible=self.preemptible,
+                can_preempt=self.preempts,
+                problem=problem,
+            ),
+        )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SetPreemptible:
+    """Mark the job preemptible (the `kai.scheduler/preemptibility` label), keeping its priority."""
+
+    job: int
+
+    family = "preemptibility-or-priority"  # one suggestion per family: the smallest that works
+
+    def describe(self, snapshot: Snapshot, label_key: str) -> str:
+        return f"mark {snapshot.jobs[self.job].display_name} preemptible to go over quota"
+
+    @property
+    def size(self) -> tuple[int, float]:
+        return (WORKLOAD_SETTING, 1.0)
+
+    def apply(self, snapshot: Snapshot) -> Snapshot:
+        return _replace_job(snapshot, dataclasses.replace(snapshot.jobs[self.job], preemptible=True))
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class DropNodeSelector:
+    """Remove one nodeSelector entry from the job's pending pods."""
+
+    job: int
+    key: str
+    value: str
+
+    family = "node-selector"  # one suggestion per family: the smallest that works
+
+    def describe(self, snapshot: Snapshot, label_key: str) -> str:
+        return f"remove the node selector {self.key}={self.value}"
+
+    @property
+    def size(self) -> tuple[int, float]:
+        return (WORKLOAD_SETTING, 2.0)
+
+    def apply(self, snapshot: Snapshot) -> Snapshot:
+        constraints = list(snapshot.constraints)
+        masks = list(snapshot.constraint_masks)
+        index = {c: i for i, c in enumerate(constraints)}
+        tasks = list(snapshot.tasks)
+        nodes = snapshot.nodes
+        for t in snapshot.jobs[self.job].tasks:
+            task = tasks[t]
+            old = constraints[task.constraint]
+            if task.status != TaskStatus.PENDING or (self.key, self.value) not in old.node_selector:
+                continue
+            new = Constraint(
+                node_selector=tuple(kv for kv in old.node_selector if kv != (self.key, self.value)),
+                affinity_terms=old.affinity_terms,
+                tolerations=old.tolerations,
+            )
+            if new not in index:
+                index[new] = len(constraints)
+                constraints.append(new)
+                masks.append(
+                    constraint_lib.constraint_mask(new, names=nodes.names, labels=nodes.labels, taints=nodes.taints)
+                )
+            tasks[t] = dataclasses.replace(task, constraint=index[new])
+        return dataclasses.replace(
+            snapshot, tasks=tuple(tasks), constraints=tuple(constraints), constraint_masks=tuple(masks)
+        )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SetMinMember:
+    job: int
+    min_member: int
+    was: int
+
+    family = "gang-size"  # one suggestion per family: the smallest that works
+
+    def describe(self, snapshot: Snapshot, label_key: str) -> str:
+        return f"reduce minMember to {self.min_member}"
+
+    @property
+    def size(self) -> tuple[int, float]:
+        return (SHRINK, 1.0 - self.min_member / max(1, self.was))
+
+    def apply(self, snapshot: Snapshot) -> Snapshot:
+        job = snapshot.jobs[self.job]
+        podsets = tuple(dataclasses.replace(ps, min_available=self.min_member) for ps in job.podsets)
+        return _replace_job(snapshot, dataclasses.replace(job, min_member=self.min_member, podsets=podsets))
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SetPodRequest:
+    """Every pending pod of the job asking `was` of a resource (node space) asks `amount` instead."""
+
+    job: int
+    resource: int
+    was: float
+    amount: float
+
+    family = "pod-size"  # one suggestion per family: the smallest that works
+
+    def describe(self, snapshot: Snapshot, label_key: str) -> str:
+        text = words.node_amount(self.resource, self.amount, snapshot.resources.names)
+        return f"reduce to {text} per pod"
+
+    @property
+    def size(self) -> tuple[int, float]:
+        return (SHRINK, 1.0 - self.amount / self.was if self.was else 1.0)
+
+    def matches(self, task: Task) -> bool:
+        return task.status == TaskStatus.PENDING and abs(float(task.request[self.resource]) - self.was) < 1e-9
+
+    def apply(self, snapshot: Snapshot) -> Snapshot:
+        tasks = list(snapshot.tasks)
+        for t in snapshot.jobs[self.job].tasks:
+            if self.matches(tasks[t]):
+                request = tasks[t].request.copy()
+                request[self.resource] = self.amount
+                tasks[t] = dataclasses.replace(tasks[t], request=request)
+        return dataclasses.replace(snapshot, tasks=tuple(tasks))
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RaiseQueue:
+    """Raise a queue's limit or quota of one resource (queue space: gpu, cpu millicores, memory bytes)."""
+
+    queue: str
+    resource: int  # 0 gpu, 1 cpu, 2 memory
+    field: str  # "limit" or "quota"
+    was: float
+    amount: float  # -1: unlimited
+
+    @property
+    def family(self) -> str:
+        return f"queue-{self.field}"
+
+    def describe(self, snapshot: Snapshot, label_key: str) -> str:
+        res = words.resource_name(self.resource)
+        old = words.number(self.resource, self.was)
+        new = "unlimited" if self.amount == -1 else words.number(self.resource, self.amount)
+        return f"raise {self.queue}'s {res} {self.field} from {old} to {new}"
+
+    @property
+    def size(self) -> tuple[int, float]:
+        if self.amount == -1 or self.was <= 0:
+            return (QUEUE_ADMIN, 1.0)
+        return (QUEUE_ADMIN, self.amount / self.was - 1.0)
+
+    @property
+    def crd_amount(self) -> float:
+        """The new value in the Queue CRD's units (memory in megabytes)."""
+        if self.resource == 2 and self.amount != -1:
+            return self.amount / MB
+        return self.amount
+
+    def apply(self, snapshot: Snapshot) -> Snapshot:
+        queues = list(snapshot.queues)
+        index = snapshot.queue_by_name[self.queue]
+        queue = queues[index]
+        vector = (queue.limit if self.field == "limit" else queue.deserved).copy()
+        vector[self.resource] = self.amount
+        if self.field == "limit":
+            queues[index] = dataclasses.replace(queue, limit=vector)
+        else:
+            queues[index] = dataclasses.replace(queue, deserved=vector)
+        return dataclasses.replace(snapshot, queues=tuple(queues))
+
+
+Change = SetQueue | SetPriorityClass | SetPreemptible | DropNodeSelector | SetMinMember | SetPodRequest | RaiseQueue
+
+
+def combined_size(changes: tuple[Change, ...]) -> tuple[int, float]:
+    return (max(c.size[0] for c in changes), sum(c.size[1] for c in changes))

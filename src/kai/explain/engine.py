@@ -1,0 +1,53 @@
+"""The explanation engine: per PodGroup, its phase, reasons, verified suggestions and position.
+
+Pure: `explain` reads a cycle's snapshot, the session its actions left (`run_actions`) and the
+adapter's facts, and returns `Explanation`s. The estimated start is the adapter's to add (the
+simulator simulates forward; a live cluster has no durations to simulate with).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from kai.core.model import Job, Snapshot
+from kai.core.session import SchedulerConfig, Session
+from kai.explain import analysis, model, position, suggest
+
+DRY_RUNS_PER_JOB = 6  # suggestion dry cycles per job in `kai explain`
+
+
+def context(*, snapshot: Snapshot, config: SchedulerConfig, session: Session, facts: model.Facts) -> analysis.Context:
+    return analysis.Context(snapshot=snapshot, config=config, session=session, facts=facts)
+
+
+def explain_job(ctx: analysis.Context, job: Job, *, budget: int, first_only: bool = False) -> model.Explanation:
+    """One PodGroup: why it waits (nothing if it runs), what would make it run, where it stands."""
+    session = ctx.session
+    state = analysis.phase(session, job)
+    waits = session.has_pending(job) or state == model.PIPELINED or (not job.tasks and state == model.PENDING)
+    reasons = analysis.job_reasons(ctx, job) if waits else []
+    found: tuple[model.Suggestion, ...] = ()
+    if reasons and state == model.PENDING and budget > 0:
+        found = suggest.suggestions(ctx, job, reasons, budget=budget, first_only=first_only)
+    return model.Explanation(
+        namespace=job.namespace,
+        name=job.name,
+        workload=job.workload,
+        queue=job.queue_name,
+        phase=state,
+        reasons=tuple(reasons),
+        suggestions=found,
+        position=position.position(session, job),
+    )
+
+
+def explain(
+    ctx: analysis.Context,
+    jobs: Iterable[Job] | None = None,
+    *,
+    budget: int = DRY_RUNS_PER_JOB,
+    first_only: bool = False,
+) -> dict[str, model.Explanation]:
+    """Explanations by PodGroup namespace/name, for the given jobs (default: every job)."""
+    chosen = ctx.snapshot.jobs if jobs is None else jobs
+    return {job.key: explain_job(ctx, job, budget=budget, first_only=first_only) for job in chosen}

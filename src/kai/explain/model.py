@@ -1,0 +1,204 @@
+"""The explanation's data: reason tokens in their precedence, suggestions with patches, positions.
+
+Reason tokens are those of the `kai explain` contract. When several hold, the dominant one comes
+first: every reason that holds "until something changes" (`never`) before every reason about
+capacity now or queue order, and inside each of the two groups the order of `PRECEDENCE`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+NOT_OUR_SCHEDULER = "NotOurScheduler"
+QUEUE_DOES_NOT_EXIST = "QueueDoesNotExist"
+QUEUE_NOT_LEAF = "QueueNotLeaf"
+QUEUE_LABEL_MISSING = "QueueLabelMissing"
+PRIORITY_CLASS_NOT_FOUND = "PriorityClassNotFound"
+INVALID_GPU_SHARING = "InvalidGpuSharing"
+GANG_INCOMPLETE = "GangIncomplete"
+POD_TOO_LARGE = "PodTooLarge"
+NO_MATCHING_NODES = "NoMatchingNodes"
+OVER_LIMIT = "OverLimit"
+NON_PREEMPTIBLE_OVER_QUOTA = "NonPreemptibleOverQuota"
+GANG_DOES_NOT_FIT = "GangDoesNotFit"
+FRAGMENTED = "Fragmented"
+WAITING_FOR_VICTIMS = "WaitingForVictims"
+QUEUED_BEHIND = "QueuedBehind"
+PREEMPTION_DELAY_NOT_ELAPSED = "PreemptionDelayNotElapsed"
+
+PRECEDENCE: tuple[str, ...] = (
+    NOT_OUR_SCHEDULER,
+    QUEUE_DOES_NOT_EXIST,
+    QUEUE_NOT_LEAF,
+    QUEUE_LABEL_MISSING,
+    PRIORITY_CLASS_NOT_FOUND,
+    INVALID_GPU_SHARING,
+    GANG_INCOMPLETE,
+    POD_TOO_LARGE,
+    NO_MATCHING_NODES,
+    OVER_LIMIT,
+    NON_PREEMPTIBLE_OVER_QUOTA,
+    GANG_DOES_NOT_FIT,
+    FRAGMENTED,
+    WAITING_FOR_VICTIMS,
+    QUEUED_BEHIND,
+    PREEMPTION_DELAY_NOT_ELAPSED,
+)
+
+# Phases of a PodGroup as explained (the sim contract's phases, with Pipelined for a gang that
+# holds its nodes only as resources being released).
+PENDING = "Pending"
+PIPELINED = "Pipelined"
+RUNNING = "Running"
+SUCCEEDED = "Succeeded"
+FAILED = "Failed"
+
+Evidence = Mapping[str, object]  # JSON values only
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Reason:
+    """One reason a workload waits: its token, a line a person reads and the numbers behind it."""
+
+    token: str
+    message: str
+    evidence: Evidence = field(default_factory=dict)
+    never: bool = False  # holds until something changes (as opposed to capacity now or queue order)
+
+    @property
+    def rank(self) -> tuple[int, int]:
+        order = PRECEDENCE.index(self.token) if self.token in PRECEDENCE else len(PRECEDENCE)
+        return (0 if self.never else 1, order)
+
+
+def dominant_first(reasons: Sequence[Reason]) -> list[Reason]:
+    """Reasons in precedence order, one per token (the first found of a token is kept)."""
+    seen: set[str] = set()
+    unique = []
+    for reason in reasons:
+        if reason.token not in seen:
+            seen.add(reason.token)
+            unique.append(reason)
+    return sorted(unique, key=lambda r: r.rank)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Patch:
+    """An RFC 7386 merge patch on one input object (namespace None for cluster-scoped objects)."""
+
+    api_version: str
+    kind: str
+    namespace: str | None
+    name: str
+    merge_patch: Mapping[str, object]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Suggestion:
+    """A change that was applied to a copy of the snapshot and then let the workload run."""
+
+    change: str
+    patches: tuple[Patch, ...]
+    verified: bool
+    size: tuple[int, float]  # (kind of change, how much it changes): smallest first
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Ahead:
+    podgroup: str  # namespace/name
+    workload: str
+    gpu: float
+    priority: int
+    created: float
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Position:
+    """Where a waiting job stands in its leaf queue's order, and what that order is made of."""
+
+    in_queue: int  # 1 = next in its queue
+    ahead: tuple[Ahead, ...]
+    factors: Evidence
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Explanation:
+    """Everything `kai explain` says about one PodGroup (the pod view is built on it)."""
+
+    namespace: str
+    name: str
+    workload: str
+    queue: str
+    phase: str
+    reasons: tuple[Reason, ...]  # dominant first; empty when it runs
+    suggestions: tuple[Suggestion, ...]  # verified, smallest first
+    position: Position | None
+    estimated_start: float | None = None
+    estimate: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def reason(self) -> Reason | None:
+        return self.reasons[0] if self.reasons else None
+
+    @property
+    def message(self) -> str:
+        """The dominant reason and the first suggestion: the words of conditions, events and tables."""
+        if not self.reasons:
+            return ""
+        text = self.reasons[0].message
+        if self.suggestions:
+            text += f"; to run it: {self.suggestions[0].change}"
+        return text
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ObjectKey:
+    """An input object, as a merge patch addresses it."""
+
+    api_version: str
+    kind: str
+    namespace: str  # "" for cluster-scoped objects
+    name: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class WorkloadFacts:
+    """What the snapshot does not say about a PodGroup's workload, supplied by the adapter."""
+
+    owner: ObjectKey | None  # the top owner (the object the user applied); None if unknown
+    podgroup_is_input: bool  # the user wrote the PodGroup (else the pod grouper derived it)
+    queue_label_missing: bool  # no queue label anywhere: the PodGroup went to the default queue
+    preemptibility_set: bool  # preemptibility is stated (label or spec), not derived from the priority
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PriorityClassFacts:
+    name: str
+    value: int
+    preempts: bool  # preemptionPolicy is not Never
+
+
+ObjectLookup = Callable[[ObjectKey], "Mapping[str, Any] | None"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Facts:
+    """The engine's inputs beyond the snapshot: workloads, pod owners, priority classes, objects.
+
+    `objects` returns an object as the user applied it (the simulator's store, or the cluster's
+    cache): suggestions become merge patches on those objects, and a change no object can
+    express is not suggested.
+    """
+
+    workloads: Mapping[str, WorkloadFacts]  # by PodGroup namespace/name
+    pod_owners: Mapping[str, ObjectKey]  # by pod namespace/name: the top owner
+    priority_classes: Mapping[str, PriorityClassFacts]
+    objects: ObjectLookup
+    queue_label_key: str = "kai.scheduler/queue"
+    default_queue: str = "default-queue"

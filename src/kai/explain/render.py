@@ -1,0 +1,121 @@
+"""Explanations as the `kai explain` contract's JSON, and the text form that says the same things.
+
+The text is written from the JSON document, so the two can never disagree. Times are RFC 3339.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kai.api.fields import format_timestamp
+from kai.explain import model
+
+
+def _patch(patch: model.Patch) -> dict[str, Any]:
+    return {
+        "apiVersion": patch.api_version,
+        "kind": patch.kind,
+        "namespace": patch.namespace,
+        "name": patch.name,
+        "mergePatch": patch.merge_patch,
+    }
+
+
+def _evidence(evidence: model.Evidence) -> dict[str, Any]:
+    return dict(sorted(evidence.items()))
+
+
+def podgroup_document(expl: model.Explanation, *, kind: str = "PodGroup", name: str | None = None) -> dict[str, Any]:
+    """The contract's JSON for a PodGroup (or, with kind Pod and the pod's name, for one of its pods)."""
+    waiting = expl.phase not in (model.RUNNING, model.SUCCEEDED, model.FAILED) and bool(expl.reasons)
+    dominant = expl.reason if waiting else None
+    workload = expl.workload.split("/", 1)[-1]
+    position = expl.position
+    return {
+        "kind": kind,
+        "namespace": expl.namespace,
+        "name": name or expl.name,
+        "podGroup": expl.name,
+        "workload": expl.workload,
+        "queue": expl.queue,
+        "phase": expl.phase,
+        "reason": dominant.token if dominant is not None else None,
+        "message": expl.message if dominant is not None else f"{workload} is {expl.phase.lower()}",
+        "evidence": _evidence(dominant.evidence) if dominant is not None else {},
+        "otherReasons": [
+            {"reason": r.token, "message": r.message, "evidence": _evidence(r.evidence)} for r in expl.reasons[1:]
+        ]
+        if waiting
+        else [],
+        "suggestions": [
+            {"change": s.change, "patches": [_patch(p) for p in s.patches], "verified": s.verified}
+            for s in expl.suggestions
+        ]
+        if waiting
+        else [],
+        "position": {
+            "inQueue": position.in_queue,
+            "ahead": [
+                {
+                    "podGroup": a.podgroup,
+                    "workload": a.workload,
+                    "gpu": a.gpu,
+                    "priority": a.priority,
+                    "created": format_timestamp(a.created),
+                }
+                for a in position.ahead
+            ],
+            "factors": _factors(position.factors),
+        }
+        if position is not None
+        else None,
+        "estimatedStart": format_timestamp(expl.estimated_start) if expl.estimated_start is not None else None,
+        "estimate": expl.estimate,
+    }
+
+
+def _factors(factors: model.Evidence) -> dict[str, Any]:
+    out = dict(sorted(factors.items()))
+    created = out.get("created")
+    if isinstance(created, float):
+        out["created"] = format_timestamp(created)
+    return out
+
+
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def podgroup_text(doc: dict[str, Any]) -> str:
+    """The text form of a PodGroup or pod document."""
+    lines = []
+    what = f"{doc['kind']} {doc['namespace']}/{doc['name']}"
+    workload = doc["workload"].replace("/", " ", 1)
+    if doc["kind"] == "Pod":
+        what += f" (PodGroup {doc['podGroup']}, {workload})"
+    else:
+        what += f" ({workload})"
+    lines.append(f"{what}, queue {doc['queue'] or '<none>'}: {doc['phase']}")
+    if doc["reason"] is None:
+        lines.append(f"  {doc['message']}")
+    else:
+        lines.append(f"  Why:    {doc['reason']}: {doc['message'].split('; to run it: ')[0]}")
+        for other in doc["otherReasons"]:
+            lines.append(f"  Also:   {other['reason']}: {other['message']}")
+        for i, suggestion in enumerate(doc["suggestions"]):
+            lines.append(f"  {'Fix:' if i == 0 else '':<7} {suggestion['change']}")
+        if not doc["suggestions"] and doc["phase"] == "Pending":
+            lines.append("  Fix:    no single change was found that makes it run")
+    position = doc["position"]
+    if position is not None:
+        ahead = position["ahead"]
+        place = f"{_ordinal(position['inQueue'])} in queue {doc['queue']}"
+        if ahead:
+            names = ", ".join(f"{a['workload'].split('/', 1)[-1]} ({a['gpu']:g} GPUs)" for a in ahead[:5])
+            more = f" and {len(ahead) - 5} more" if len(ahead) > 5 else ""
+            place += f", behind {names}{more}"
+        lines.append(f"  Order:  {place}")
+    if doc["estimate"]:
+        lines.append(f"  Start:  {doc['estimate']}")
+    return "\n".join(lines)

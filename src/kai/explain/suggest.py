@@ -1,0 +1,253 @@
+"""What would make a waiting job run: candidate changes per reason, each verified by a dry cycle.
+
+Every candidate is applied to a copy of the cycle's snapshot and the cycle's actions run again on
+it (`kai.scheduler.cycle.run_actions`); only a change after which the job runs (Running or
+Pipelined) is suggested. Candidates are tried smallest first and dry runs are capped per job, so a
+job with many candidates costs at most `budget` cycles.
+
+Where a candidate needs a number, the number comes from the rules themselves: a raised limit or
+quota from the proportion plugin's `capacity_block` at every level it blocks, a smaller pod from
+`place_task` on the room free now, a smaller gang from how many pods fit now.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import difflib
+from collections.abc import Iterator
+
+from kai.api.priority import PREEMPTIBLE_BELOW
+from kai.core.model import Job, Snapshot
+from kai.core.resources import GPU
+from kai.explain import analysis, changes, model, patches
+from kai.plugins.proportion.plugin import NON_PREEMPTIBLE_OVER_QUOTA, OVER_LIMIT, capacity_block
+from kai.scheduler.cycle import run_actions
+
+Candidate = tuple[changes.Change, ...]
+MAX_QUEUE_CHOICES = 3
+MAX_LEVELS = 8
+
+
+def suggestions(
+    ctx: analysis.Context, job: Job, reasons: list[model.Reason], *, budget: int, first_only: bool = False
+) -> tuple[model.Suggestion, ...]:
+    """Verified suggestions for the job, smallest first (at most `budget` dry cycles are run)."""
+    seen: set[str] = set()
+    ranked: list[tuple[tuple[int, float], str, Candidate, tuple[model.Patch, ...]]] = []
+    for candidate in _candidates(ctx, job, reasons):
+        text = "; ".join(c.describe(ctx.snapshot, ctx.facts.queue_label_key) for c in candidate)
+        if text in seen:
+            continue
+        seen.add(text)
+        found = patches.patches_for(candidate, ctx.snapshot, ctx.facts)
+        if found is None:
+            continue
+        ranked.append((changes.combined_size(candidate), text, candidate, found))
+    ranked.sort(key=lambda item: (item[0], item[1]))
+    out: list[model.Suggestion] = []
+    families: set[str] = set()
+    for size, text, candidate, found in ranked:
+        if budget <= 0:
+            break
+        if candidate[0].family in families:
+            continue  # a smaller change of the same kind already works
+        budget -= 1
+        if runs_with(ctx, job, candidate):
+            families.add(candidate[0].family)
+            out.append(model.Suggestion(change=text, patches=found, verified=True, size=size))
+            if first_only:
+                break
+    return tuple(out)
+
+
+def runs_with(ctx: analysis.Context, job: Job, candidate: Candidate) -> bool:
+    """Apply the changes to a copy of the snapshot, run the cycle's actions: does the job then run?"""
+    snapshot = apply_all(ctx.snapshot, candidate)
+    session = run_actions(snapshot, ctx.config)
+    return analysis.phase(session, snapshot.jobs[job.index]) in (model.RUNNING, model.PIPELINED)
+
+
+def _candidates(ctx: analysis.Context, job: Job, reasons: list[model.Reason]) -> Iterator[Candidate]:
+    for reason in reasons:
+        token = reason.token
+        if token in (model.QUEUE_DOES_NOT_EXIST, model.QUEUE_NOT_LEAF, model.QUEUE_LABEL_MISSING):
+            yield from _queues(ctx, job, reason)
+        elif token == model.PRIORITY_CLASS_NOT_FOUND:
+            yield from _known_priorities(ctx, job)
+        elif token == model.GANG_INCOMPLETE:
+            exists = sum(int(entry["pods"]) for entry in _subgroups(reason))
+            if 1 <= exists < job.min_member and _flat_gang(job):
+                yield (changes.SetMinMember(job=job.index, min_member=exists, was=job.min_member),)
+        elif token == model.POD_TOO_LARGE:
+            yield from _too_large(ctx, job, reason)
+        elif token == model.NO_MATCHING_NODES:
+            yield from _selectors(ctx, job)
+        elif token == model.OVER_LIMIT:
+            yield from _raise_queues(ctx, job, OVER_LIMIT)
+        elif token == model.NON_PREEMPTIBLE_OVER_QUOTA:
+            yield from _preemptible(ctx, job, "to go over quota")
+            yield from _raise_queues(ctx, job, NON_PREEMPTIBLE_OVER_QUOTA)
+        elif token in (model.GANG_DOES_NOT_FIT, model.FRAGMENTED):
+            yield from _shrink(ctx, job, reason)
+            if not job.preemptible:
+                yield from _preemptible(ctx, job, "so consolidation and reclaim may make room for it")
+        elif token == model.QUEUED_BEHIND:
+            yield from _higher_priority(ctx, job)
+
+
+def _subgroups(reason: model.Reason) -> list[dict[str, int]]:
+    entries = reason.evidence.get("subGroups")
+    return [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
+
+
+def _flat_gang(job: Job) -> bool:
+    return len(job.podsets) == 1 and not job.subgroup_sets
+
+
+def _queues(ctx: analysis.Context, job: Job, reason: model.Reason) -> Iterator[Candidate]:
+    leaves = reason.evidence.get("leafQueues")
+    if not isinstance(leaves, list):
+        leaves = sorted(q.name for q in ctx.snapshot.queues if q.is_leaf)
+    choices = [str(q) for q in leaves if q != job.queue_name and q in ctx.snapshot.queue_by_name]
+    # the queue the user most likely meant first: the most similar name (a typo), then by name
+    choices.sort(key=lambda q: (-difflib.SequenceMatcher(None, job.queue_name, q).ratio(), q))
+    for rank, queue in enumerate(choices[:MAX_QUEUE_CHOICES]):
+        yield (changes.SetQueue(job=job.index, queue=queue, preference=rank),)
+
+
+def _known_priorities(ctx: analysis.Context, job: Job) -> Iterator[Candidate]:
+    for pc in sorted(ctx.facts.priority_classes.values(), key=lambda p: (p.value, p.name))[:2]:
+        yield (
+            changes.SetPriorityClass(
+                job=job.index,
+                name=pc.name,
+                value=pc.value,
+                preemptible=job.preemptible if _preemptibility_set(ctx, job) else pc.value < PREEMPTIBLE_BELOW,
+                preempts=pc.preempts,
+                why="",
+            ),
+        )
+
+
+def _preemptibility_set(ctx: analysis.Context, job: Job) -> bool:
+    facts = ctx.facts.workloads.get(job.key)
+    return facts is not None and facts.preemptibility_set
+
+
+def _preemptible(ctx: analysis.Context, job: Job, why: str) -> Iterator[Candidate]:
+    """Make the job preemptible: a preemptible priority class (the closest first), or the label."""
+    if job.preemptible:
+        return
+    if _preemptibility_set(ctx, job):
+        yield (changes.SetPreemptible(job=job.index),)
+        return
+    classes = [pc for pc in ctx.facts.priority_classes.values() if pc.value < PREEMPTIBLE_BELOW]
+    classes.sort(key=lambda pc: (abs(pc.value - job.priority), pc.name))
+    for pc in classes[:2]:
+        yield (
+            changes.SetPriorityClass(
+                job=job.index, name=pc.name, value=pc.value, preemptible=True, preempts=pc.preempts, why=why
+            ),
+        )
+
+
+def _higher_priority(ctx: analysis.Context, job: Job) -> Iterator[Candidate]:
+    """A higher priority class that keeps the job's preemptibility, the closest first."""
+    explicit = _preemptibility_set(ctx, job)
+    classes = [
+        pc
+        for pc in ctx.facts.priority_classes.values()
+        if pc.value > job.priority and (explicit or (pc.value < PREEMPTIBLE_BELOW) == job.preemptible)
+    ]
+    classes.sort(key=lambda pc: (pc.value, pc.name))
+    for pc in classes[:1]:
+        yield (
+            changes.SetPriorityClass(
+                job=job.index,
+                name=pc.name,
+                value=pc.value,
+                preemptible=job.preemptible,
+                preempts=pc.preempts,
+                why="to be tried earlier in its queue",
+            ),
+        )
+
+
+def _raise_queues(ctx: analysis.Context, job: Job, reason: str) -> Iterator[Candidate]:
+    """Raise every limit (or quota) that blocks the job, level by level, to what it needs."""
+    session = ctx.session
+    tasks = session.tasks_to_allocate(job)
+    request = session.job_request(tasks)
+    view = copy.copy(session)  # the post-cycle allocations, with the queues as the changes leave them
+    found: list[changes.Change] = []
+    for _ in range(MAX_LEVELS):
+        block = capacity_block(view, job, request)
+        if block is None:
+            break
+        if block.reason != reason:
+            return  # another gate blocks first: this change alone does not make room
+        change = changes.RaiseQueue(
+            queue=view.snapshot.queues[block.queue].name,
+            resource=block.resource,
+            field="limit" if reason == OVER_LIMIT else "quota",
+            was=block.bound,
+            amount=block.allocated + block.request,
+        )
+        found.append(change)
+        view.snapshot = change.apply(view.snapshot)
+    if found:
+        yield tuple(found)
+
+
+def _too_large(ctx: analysis.Context, job: Job, reason: model.Reason) -> Iterator[Candidate]:
+    resource = reason.evidence.get("resource")
+    request = reason.evidence.get("request")
+    largest = reason.evidence.get("largest")
+    names = ctx.snapshot.resources.names
+    if not isinstance(resource, str) or resource not in names:
+        return
+    if not isinstance(request, float) or not isinstance(largest, float) or largest <= 0:
+        return
+    yield (changes.SetPodRequest(job=job.index, resource=names.index(resource), was=request, amount=largest),)
+
+
+def _selectors(ctx: analysis.Context, job: Job) -> Iterator[Candidate]:
+    """Drop a node selector entry of the job's pending pods, one at a time."""
+    snap = ctx.snapshot
+    seen: set[tuple[str, str]] = set()
+    for task in ctx.session.pending_tasks(job):
+        for kv in snap.constraints[task.constraint].node_selector:
+            if kv not in seen:
+                seen.add(kv)
+                yield (changes.DropNodeSelector(job=job.index, key=kv[0], value=kv[1]),)
+
+
+def _shrink(ctx: analysis.Context, job: Job, reason: model.Reason) -> Iterator[Candidate]:
+    """A smaller gang (the pods that fit now) and smaller pods (the largest size at which all fit now)."""
+    placed = reason.evidence.get("placed")
+    if isinstance(placed, int) and 1 <= placed < job.min_member and _flat_gang(job):
+        yield (changes.SetMinMember(job=job.index, min_member=placed, was=job.min_member),)
+    session = ctx.session
+    tasks = session.tasks_to_allocate(job)
+    if not tasks or any(t.is_shared_gpu for t in tasks):
+        return
+    was = float(tasks[0].request[GPU])
+    if was < 2 or any(float(t.request[GPU]) != was for t in tasks):
+        return
+    for amount in range(int(was) - 1, 0, -1):
+        smaller = []
+        for task in tasks:
+            request = task.request.copy()
+            request[GPU] = amount
+            smaller.append(dataclasses.replace(task, request=request))
+        if analysis.fitting(session, smaller).placed == len(smaller):
+            yield (changes.SetPodRequest(job=job.index, resource=GPU, was=was, amount=float(amount)),)
+            return
+
+
+def apply_all(snapshot: Snapshot, candidate: Candidate) -> Snapshot:
+    """The snapshot with every change of the candidate made (the given one is left as it was)."""
+    for change in candidate:
+        snapshot = change.apply(snapshot)
+    return snapshot

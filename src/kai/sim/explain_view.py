@@ -1,0 +1,159 @@
+"""`kai explain` on the simulated cluster: the engine's explanations of the state `kai sim` ends in,
+with estimated starts from simulating forward, and the pod view (where a pod runs, who evicted it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from kai.api.fields import format_timestamp
+from kai.api.podgroup import workload_of
+from kai.cluster.explain_facts import facts
+from kai.core.model import TaskStatus
+from kai.explain import analysis, engine, model, queues, render
+from kai.sim import forecast
+from kai.sim.engine import Simulation
+
+RUNNING_PHASES = {TaskStatus.RUNNING: "Running", TaskStatus.RELEASING: "Releasing", TaskStatus.SUCCEEDED: "Succeeded"}
+PLACEMENT = {
+    "binpack": "bin-pack placement: the node with the least free room it fits on",
+    "spread": "spread placement: the node with the most free room",
+    "fragmentation": "fragmentation-aware placement: the node where it adds the least GPU fragmentation",
+}
+
+
+class NotFound(LookupError):
+    """The object to explain does not exist in the simulated cluster."""
+
+
+def context(sim: Simulation) -> analysis.Context:
+    assert sim.last_cycle is not None, "kai sim runs at least one cycle"
+    snapshot, session = sim.last_cycle
+    return engine.context(snapshot=snapshot, config=sim.config, session=session, facts=facts(sim, sim.config))
+
+
+def explain_all(sim: Simulation, ctx: analysis.Context, *, horizon: float) -> dict[str, model.Explanation]:
+    """Every PodGroup explained, with the estimated start of those that wait."""
+    explanations = engine.explain(ctx)
+    waiting = [key for key, e in explanations.items() if e.phase in (model.PENDING, model.PIPELINED) and e.reasons]
+    estimates = forecast.estimate_starts(sim, waiting, horizon=horizon)
+    for key, estimate in estimates.items():
+        explanations[key] = dataclasses.replace(
+            explanations[key], estimated_start=estimate.start, estimate=estimate.text
+        )
+    return explanations
+
+
+def podgroup(sim: Simulation, key: str, *, horizon: float) -> dict[str, Any]:
+    ctx = context(sim)
+    job = next((j for j in ctx.snapshot.jobs if j.key == key), None)
+    if job is None:
+        raise NotFound(f"podgroup {key} does not exist")
+    expl = engine.explain_job(ctx, job, budget=engine.DRY_RUNS_PER_JOB)
+    if expl.phase in (model.PENDING, model.PIPELINED) and expl.reasons:
+        estimate = forecast.estimate_starts(sim, [key], horizon=horizon)[key]
+        expl = dataclasses.replace(expl, estimated_start=estimate.start, estimate=estimate.text)
+    return render.podgroup_document(expl)
+
+
+def queue(sim: Simulation, name: str, *, horizon: float) -> dict[str, Any]:
+    ctx = context(sim)
+    if name not in ctx.snapshot.queue_by_name:
+        raise NotFound(f"queue {name} does not exist")
+    return queues.queue_document(ctx, name, explain_all(sim, ctx, horizon=horizon))
+
+
+def pod(sim: Simulation, key: str, *, horizon: float) -> dict[str, Any]:
+    found = sim.pods.get(key)
+    if found is None:
+        raise NotFound(f"pod {key} does not exist")
+    namespace, name = key.split("/", 1)
+    if found.podgroup is not None and (namespace, found.podgroup) in sim.podgroups:
+        doc = podgroup(sim, f"{namespace}/{found.podgroup}", horizon=horizon)
+        doc.update(kind="Pod", name=name)
+        if found.status in RUNNING_PHASES:
+            doc.update(_settled(sim, key, doc))
+        return doc
+    owner = f"{found.owner[0]}/{found.owner[1]}" if found.owner else f"Pod/{name}"
+    return {
+        "kind": "Pod",
+        "namespace": namespace,
+        "name": name,
+        "podGroup": found.podgroup,
+        "workload": owner,
+        "queue": None,
+        "phase": RUNNING_PHASES.get(found.status, "Pending"),
+        "reason": found.reason,
+        "message": found.message or "",
+        "evidence": {},
+        "otherReasons": [],
+        "suggestions": [],
+        "position": None,
+        "estimatedStart": None,
+        "estimate": "",
+    }
+
+
+def _settled(sim: Simulation, key: str, doc: dict[str, Any]) -> dict[str, Any]:
+    """A pod that is not waiting: where it runs and why there, or who evicted it and why."""
+    found = sim.pods[key]
+    fields: dict[str, Any] = {
+        "phase": RUNNING_PHASES[found.status],
+        "reason": None,
+        "evidence": {},
+        "otherReasons": [],
+        "suggestions": [],
+        "position": None,
+        "estimatedStart": None,
+        "estimate": "",
+    }
+    if found.status == TaskStatus.RELEASING:
+        eviction = next((e for e in reversed(sim.totals.evictions) if e.pod == key), None)
+        why = next(
+            (e.message for e in reversed(sim.totals.events) if e.object == f"Pod/{key}" and e.reason == "Evicted"), ""
+        )
+        if eviction is not None:
+            prefix = f"evicted by {eviction.action}: "
+            for_whom = ""
+            if eviction.preemptor is not None:
+                namespace, name = eviction.preemptor.split("/", 1)
+                group = sim.podgroups.get((namespace, name))
+                workload = workload_of(group.podgroup) if group is not None else f"PodGroup/{name}"
+                for_whom = f" for {workload.split('/', 1)[1]}"
+            fields["message"] = (
+                f"evicted at {format_timestamp(eviction.time)} by {eviction.action}{for_whom}: "
+                f"{why.removeprefix(prefix)}"
+            )
+            fields["evidence"] = {"action": eviction.action, "preemptor": eviction.preemptor}
+        return fields
+    if found.status == TaskStatus.SUCCEEDED:
+        fields["message"] = f"{key.split('/', 1)[1]} succeeded"
+        return fields
+    strategy = (
+        sim.config.gpu_placement
+        if found.pod.requests.get("nvidia.com/gpu") or found.gpu_portion
+        else (sim.config.cpu_placement)
+    )
+    scheduled = any(e.object == f"Pod/{key}" and e.reason == "Scheduled" for e in sim.totals.events)
+    since = format_timestamp(found.start_time) if found.start_time is not None else "the start"
+    if scheduled:
+        fields["message"] = f"running on {found.node} since {since}, placed by {PLACEMENT.get(strategy, strategy)}"
+    else:
+        fields["message"] = f"running on {found.node} since {since}; it was bound there before the scheduler saw it"
+    fields["evidence"] = {"node": found.node, "placement": strategy if scheduled else None}
+    return fields
+
+
+def podgroup_key(sim: Simulation, key: str) -> str:
+    """A PodGroup's namespace/name, also found by the name of its workload (`build-pod`)."""
+    namespace, name = key.split("/", 1)
+    if (namespace, name) in sim.podgroups:
+        return key
+    ctx_jobs = sim.last_cycle[0].jobs if sim.last_cycle is not None else ()
+    matches = sorted(j.key for j in ctx_jobs if j.namespace == namespace and j.display_name == name)
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        raise NotFound(f"{key} names several workloads' PodGroups: {', '.join(matches)}")
+    raise NotFound(f"podgroup {key} does not exist")

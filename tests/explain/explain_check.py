@@ -1,0 +1,110 @@
+"""Runs `kai explain` scenario tables and checks every suggestion the way a user would apply it.
+
+A case is a directory with `manifests.yaml` and `expect.yaml`:
+
+    flags: [--cycles, "11"]          # kai sim / kai explain flags besides -f (optional)
+    explain:
+      - target: [podgroup, default/trainer]   # kai explain KIND TARGET
+        phase: Pending
+        reason: GangDoesNotFit               # the dominant reason token (null when it runs)
+        evidence: {placed: 3}                # these keys of the evidence, with these values
+        otherReasons: [QueuedBehind]         # the other tokens, in order
+        suggestions: [reduce minMember to 3] # the changes, in order
+        position: {inQueue: 1, ahead: []}    # inQueue, and the PodGroups ahead (null: no position)
+        estimatedStart: null
+        estimate: none: it does not start unless something changes
+        text: |                              # the whole text output (golden), optional
+          ...
+
+Only the keys listed are checked. Every suggestion is then applied as its merge patches say to the
+documents of `manifests.yaml`, and `kai sim` runs the patched input with the same flags: the
+PodGroup must then run.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+from typing import Any
+
+import yaml
+from click.testing import CliRunner
+
+from kai.cli.main import main
+from kai.explain.patches import apply_merge_patch
+
+NAMESPACED_DEFAULT = "default"
+
+
+def kai(args: list[str]) -> str:
+    result = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def explain(case: pathlib.Path, target: list[str], flags: list[str], fmt: str) -> str:
+    return kai(["explain", *target, "-f", str(case / "manifests.yaml"), *flags, "-o", fmt])
+
+
+def diff(doc: dict[str, Any], want: dict[str, Any]) -> list[str]:
+    problems = []
+    for key in ("phase", "reason", "estimatedStart", "estimate", "message"):
+        if key in want and doc[key] != want[key]:
+            problems.append(f"{key}: {doc[key]!r} (want {want[key]!r})")
+    for key, value in (want.get("evidence") or {}).items():
+        if doc["evidence"].get(key) != value:
+            problems.append(f"evidence.{key}: {doc['evidence'].get(key)!r} (want {value!r})")
+    if "otherReasons" in want:
+        got = [r["reason"] for r in doc["otherReasons"]]
+        if got != want["otherReasons"]:
+            problems.append(f"otherReasons: {got} (want {want['otherReasons']})")
+    if "suggestions" in want:
+        got = [s["change"] for s in doc["suggestions"]]
+        if got != want["suggestions"]:
+            problems.append(f"suggestions: {got} (want {want['suggestions']})")
+    if "position" in want:
+        position, wanted = doc["position"], want["position"]
+        if wanted is None or position is None:
+            if wanted != position:
+                problems.append(f"position: {position} (want {wanted})")
+        else:
+            if "inQueue" in wanted and position["inQueue"] != wanted["inQueue"]:
+                problems.append(f"position.inQueue: {position['inQueue']} (want {wanted['inQueue']})")
+            if "ahead" in wanted and [a["podGroup"] for a in position["ahead"]] != wanted["ahead"]:
+                problems.append(f"position.ahead: {position['ahead']} (want {wanted['ahead']})")
+    return problems
+
+
+def _matches(document: dict[str, Any], patch: dict[str, Any]) -> bool:
+    meta = document.get("metadata") or {}
+    namespace = patch["namespace"]
+    return (
+        document.get("apiVersion") == patch["apiVersion"]
+        and document.get("kind") == patch["kind"]
+        and meta.get("name") == patch["name"]
+        and (namespace is None or (meta.get("namespace") or NAMESPACED_DEFAULT) == namespace)
+    )
+
+
+def patched_manifests(case: pathlib.Path, patches: list[dict[str, Any]]) -> str:
+    """The case's documents with the merge patches applied; every patch must find its document."""
+    documents = [d for d in yaml.safe_load_all((case / "manifests.yaml").read_text()) if d]
+    for patch in patches:
+        hits = [i for i, d in enumerate(documents) if _matches(d, patch)]
+        assert len(hits) == 1, f"patch for {patch['kind']} {patch['name']} matches {len(hits)} documents"
+        documents[hits[0]] = apply_merge_patch(documents[hits[0]], patch["mergePatch"])
+    return yaml.safe_dump_all(documents, sort_keys=False)
+
+
+def runs_after(
+    case: pathlib.Path, doc: dict[str, Any], suggestion: dict[str, Any], flags: list[str], tmp: pathlib.Path
+) -> bool:
+    """Apply the suggestion's patches to the input, run kai sim with the same flags: does the group run?"""
+    path = tmp / "patched.yaml"
+    path.write_text(patched_manifests(case, suggestion["patches"]))
+    out = json.loads(kai(["sim", "-f", str(path), *flags, "-o", "json"]))
+    group = next(
+        (g for g in out["podGroups"] if g["namespace"] == doc["namespace"] and g["name"] == doc["podGroup"]), None
+    )
+    assert group is not None, f"PodGroup {doc['namespace']}/{doc['podGroup']} is gone after {suggestion['change']}"
+    return bool(group["phase"] == "Running")

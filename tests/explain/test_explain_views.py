@@ -1,0 +1,52 @@
+"""`kai explain queue` and `kai explain pod`, and what `kai explain` says when the object is missing."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+from typing import Any
+
+from click.testing import CliRunner
+
+from kai.cli.main import main
+
+CASES = pathlib.Path(__file__).parent / "cases"
+
+
+def explain(*args: str, case: str) -> Any:
+    result = CliRunner().invoke(main, ["explain", *args, "-f", str(CASES / case / "manifests.yaml"), "-o", "json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_queue_shows_its_share_how_it_was_made_and_its_waiting_jobs() -> None:
+    doc = explain("queue", "team-a", case="gang-does-not-fit")
+    assert (doc["quota"]["gpu"], doc["limit"]["gpu"], doc["fairShare"]["gpu"]) == (-1.0, -1.0, 6.0)
+    [step] = doc["fairShareSteps"]
+    assert step["queue"] == "team-a" and step["amount"] == 6.0 and step["fromQuota"] == 6.0
+    assert [w["podGroup"] for w in doc["waiting"]] == ["trainer"]
+    assert doc["waiting"][0]["reason"] == "GangDoesNotFit"
+
+
+def test_queue_over_its_fair_share_lists_what_reclaim_may_take() -> None:
+    doc = explain("queue", "team-b", case="fragmented")
+    assert doc["allocated"]["gpu"] == 12.0
+    assert doc["reclaimCandidates"] == []  # its pods are non-preemptible: never victims
+
+
+def test_running_pod_says_where_and_why_there() -> None:
+    doc = explain("pod", "first-job", case="over-limit")
+    assert doc["phase"] == "Running" and doc["reason"] is None
+    assert doc["message"].startswith("running on node-0 since 2026-01-01T00:00:00Z, placed by bin-pack placement")
+    doc = explain("pod", "b-0", case="reclaim")
+    assert doc["message"] == (
+        "running on node-0 since 2026-01-01T00:00:00Z; it was bound there before the scheduler saw it"
+    )
+
+
+def test_missing_object_exits_2_naming_it() -> None:
+    path = str(CASES / "reclaim" / "manifests.yaml")
+    for args, name in ((["podgroup", "nope"], "podgroup default/nope"), (["queue", "nope"], "queue nope")):
+        result = CliRunner().invoke(main, ["explain", *args, "-f", path])
+        assert result.exit_code == 2
+        assert f"error: {name} does not exist" in result.output
