@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
 
+from kai.deploy import crds
 from tests.deploy.kube import REPO, Kube, load_documents
 
 pytestmark = pytest.mark.e2e
@@ -85,13 +87,62 @@ DENIED = [
 ]
 
 
+# Fields kai's CRDs have beyond the KAI Scheduler CRDs of a released chart (see src/kai/deploy/crds/).
+NEWER_FIELDS = {
+    "queues.scheduling.run.ai": [("status", "fairShare")],
+    "podgroups.scheduling.run.ai": [
+        ("spec", "minSubGroup"),
+        ("spec", "preemptionDelay"),
+        ("spec", "stalenessGracePeriod"),
+        ("spec", "safeToConsolidate"),
+    ],
+}
+
+
+def kai_scheduler_shaped(crd: dict[str, Any]) -> dict[str, Any]:
+    """A CRD as a KAI Scheduler release installs it: kai's, without the fields kai adds."""
+    crd = copy.deepcopy(crd)
+    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]
+    for part, field in NEWER_FIELDS[crd["metadata"]["name"]]:
+        del schema[part]["properties"][field]
+    return crd
+
+
 @pytest.fixture(scope="module")
-def installed(kube: Kube) -> Kube:
-    """The cluster after `kubectl apply -f deploy/kai.yaml`, plus a namespace and node to work in."""
-    kube.apply_all(load_documents((REPO / "deploy" / "kai.yaml").read_text()))
+def kai_scheduler_objects(kube: Kube) -> dict[str, Any]:
+    """A cluster where KAI Scheduler ran: its CRDs, a queue and a PodGroup; and what its Queue
+    schema does to a fairShare status (returned)."""
+    kube.apply_all(kai_scheduler_shaped(crd) for crd in crds.crd_manifests())
     kube.apply_all(
         [
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}},
+            {
+                "apiVersion": "scheduling.run.ai/v2",
+                "kind": "Queue",
+                "metadata": {"name": "team-a"},
+                "spec": {"resources": {"gpu": {"quota": 2, "limit": -1, "overQuotaWeight": 1}}},
+            },
+            {
+                "apiVersion": "scheduling.run.ai/v2alpha2",
+                "kind": "PodGroup",
+                "metadata": {"name": "pg-from-kai", "namespace": "team-a"},
+                "spec": {"minMember": 2, "queue": "team-a", "priorityClassName": "train"},
+            },
+        ]
+    )
+    status = {"status": {"fairShare": {"gpu": "2"}, "allocated": {"gpu": "1"}}}
+    path = "/apis/scheduling.run.ai/v2/queues/team-a/status"
+    response = kube.request("PATCH", path, json=status, headers=MERGE)
+    assert response.status_code == 200, response.text
+    return dict(kube.get(path)["status"])
+
+
+@pytest.fixture(scope="module")
+def installed(kube: Kube, kai_scheduler_objects: dict[str, Any]) -> Kube:
+    """That cluster after `kubectl apply -f deploy/kai.yaml`, plus a node to work on."""
+    kube.apply_all(load_documents((REPO / "deploy" / "kai.yaml").read_text()))
+    kube.apply_all(
+        [
             {
                 "apiVersion": "v1",
                 "kind": "Node",
@@ -122,7 +173,29 @@ def test_kai_yaml_installs_every_object(installed: Kube) -> None:
     assert {q["metadata"]["name"]: q["spec"].get("parentQueue") for q in queues} == {
         "default-parent-queue": None,
         "default-queue": "default-parent-queue",
+        "team-a": None,
     }
+
+
+def test_kai_yaml_takes_over_kai_schedulers_crds_and_keeps_their_objects(
+    installed: Kube, kai_scheduler_objects: dict[str, Any]
+) -> None:
+    # Under KAI Scheduler's Queue schema the API server drops kai's fairShare ...
+    assert kai_scheduler_objects == {"allocated": {"gpu": "1"}}
+    # ... the objects created under it survive the switch to kai's CRDs ...
+    podgroup = installed.get("/apis/scheduling.run.ai/v2alpha2/namespaces/team-a/podgroups/pg-from-kai")
+    assert podgroup["spec"] == {"minMember": 2, "queue": "team-a", "priorityClassName": "train"}
+    # ... and kai's fields are kept from then on.
+    path = "/apis/scheduling.run.ai/v2/queues/team-a/status"
+    status = {"status": {"fairShare": {"gpu": "2"}}}
+    assert installed.request("PATCH", path, json=status, headers=MERGE).status_code == 200
+    assert installed.get(path)["status"] == {"allocated": {"gpu": "1"}, "fairShare": {"gpu": "2"}}
+    spec = {"spec": {"minSubGroup": 1, "preemptionDelay": "30s", "safeToConsolidate": False}}
+    response = installed.request(
+        "PATCH", "/apis/scheduling.run.ai/v2alpha2/namespaces/team-a/podgroups/pg-from-kai", json=spec, headers=MERGE
+    )
+    assert response.status_code == 200, response.text
+    assert response.json()["spec"]["preemptionDelay"] == "30s"
 
 
 @pytest.mark.parametrize("attrs", NEEDED, ids=lambda a: "-".join(x for x in a if x))
