@@ -55,12 +55,17 @@ BAD = [
     (
         "queue-quota-not-a-number",
         QUEUE.format(quota='"lots"'),
-        'document 1: Queue team-a: spec.resources.gpu.quota: must be a number >= 0 or -1, got "lots"',
+        'document 1: Queue team-a: spec.resources.gpu.quota: must be a number, got "lots"',
     ),
     (
-        "queue-quota-negative",
-        QUEUE.format(quota=-3),
-        "Queue team-a: spec.resources.gpu.quota: must be a number >= 0 or -1",
+        "queue-quota-quoted",
+        QUEUE.format(quota='"4"'),
+        'Queue team-a: spec.resources.gpu.quota: must be a number, got "4" (a string: write the number without quotes)',
+    ),
+    (
+        "queue-without-resources",
+        "apiVersion: scheduling.run.ai/v2\nkind: Queue\nmetadata: {name: team-a}\nspec: {priority: 100}\n",
+        "Queue team-a: spec.resources: is missing; KAI's admission refuses a Queue without resources",
     ),
     (
         "podgroup-min-member-zero",
@@ -110,7 +115,7 @@ def test_bad_input_exits_2_naming_the_field(text: str, message: str, tmp_path: p
 
 def test_every_bad_object_is_listed(tmp_path: pathlib.Path) -> None:
     path = tmp_path / "two-bad.yaml"
-    path.write_text(QUEUE.format(quota='"lots"') + "---\n" + QUEUE.replace("team-a", "team-b").format(quota="-2"))
+    path.write_text(QUEUE.format(quota='"lots"') + "---\n" + QUEUE.replace("team-a", "team-b").format(quota="[2]"))
     result = CliRunner().invoke(main, ["sim", "-f", str(path)])
     assert result.exit_code == 2
     assert "document 1: Queue team-a" in result.stderr

@@ -33,3 +33,21 @@ class InputError(ValueError):
         obj = f"{kind} {name}" if name else kind
         at = f"{field}: " if field else ""
         super().__init__(f"{where}{obj}: {at}{problem}")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class InputWarning:
+    """Usable input that likely does not do what was meant; reads like an `InputError`, with a reason."""
+
+    source: Source | None
+    kind: str
+    name: str
+    field: str
+    reason: str  # a CamelCase event reason, such as QueueResourceUnset
+    problem: str
+
+    def __str__(self) -> str:
+        where = f"{self.source}: " if self.source is not None else ""
+        obj = f"{self.kind} {self.name}" if self.name else self.kind
+        at = f"{self.field}: " if self.field else ""
+        return f"{where}{obj}: {at}{self.problem}"

@@ -86,12 +86,18 @@ def simulate(
     config, start, bound = sim_options(config_path, actions_text, start_time, max_time)
     loaded = load_paths(paths)
     _report_skipped(loaded.skipped, verbose=verbose)
+    for warning in loaded.warnings:
+        click.echo(f"warning: {warning}", err=True)
     if loaded.errors:
         for error in loaded.errors:
             click.echo(f"error: {error}", err=True)
         sys.exit(2)
     try:
         simulation = Simulation(loaded.objects, config=config, start_time=start)
+        for warning in loaded.warnings:  # load-time warnings are events at the start, as an admission warning
+            simulation.record_event(
+                "Warning", warning.reason, f"{warning.kind}/{warning.name}", f"{warning.field}: {warning.problem}"
+            )
         simulation.run(cycles=cycles, until_idle=until_idle, max_time=bound)
     except InputError as exc:
         fail(str(exc))

@@ -58,3 +58,19 @@ class ResourceIndex:
             if pos is not None:
                 out[pos] += amount
         return out
+
+
+UNLIMITED = -1.0  # a queue quota or limit of -1: no bound
+
+
+def allocatable_share(deserved: Vector, fair_share: Vector, limit: Vector) -> Vector:
+    """What a queue may hold (gpu, cpu, memory), as KAI's ResourceShare.GetAllocatableShare computes it.
+
+    With an unlimited quota (-1) it is the limit (itself -1 when unlimited); otherwise the larger of the
+    quota and the fair share, capped by the limit unless the limit is -1. Any other negative value is
+    used as it is, as KAI does.
+    """
+    share = np.maximum(deserved, fair_share)
+    capped = np.where(limit == UNLIMITED, share, np.minimum(share, limit))
+    out: Vector = np.where(deserved == UNLIMITED, limit, capped)
+    return out

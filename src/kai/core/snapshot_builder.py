@@ -102,10 +102,10 @@ def _build_queues(queues: Sequence[api_queue.Queue]) -> tuple[tuple[Queue, ...],
         deserved = np.array([q.resources[k].quota for k in api_queue.QUEUE_RESOURCE_KEYS])
         limit = np.array([q.resources[k].limit for k in api_queue.QUEUE_RESOURCE_KEYS])
         weight = np.array([q.resources[k].over_quota_weight for k in api_queue.QUEUE_RESOURCE_KEYS])
-        # memory: the CRD counts megabytes, the core bytes
+        # memory: the CRD counts megabytes, the core bytes. As KAI's proportion plugin, any negative
+        # memory quota or limit becomes -1 (unlimited): max(-1, value * 10^6).
         for vec in (deserved, limit):
-            if vec[2] != -1:
-                vec[2] *= MB
+            vec[2] = max(api_queue.UNLIMITED, vec[2] * MB)
         out.append(
             Queue(
                 index=index[q.name],

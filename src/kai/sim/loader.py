@@ -14,9 +14,9 @@ import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from kai.api.errors import InputError, Source
+from kai.api.errors import InputError, InputWarning, Source
 from kai.api.manifest import ApiObject, SkippedObject, parse_document, split_documents
-from kai.api.queue import Queue, parent_cycles
+from kai.api.queue import Queue, parent_cycles, queue_warnings
 
 URL_TIMEOUT_SECONDS = 30.0
 URL_MAX_BYTES = 256 * 1024 * 1024
@@ -27,7 +27,7 @@ class Loaded:
     objects: list[tuple[ApiObject, dict[str, object]]]  # typed object and its raw document
     skipped: list[SkippedObject]
     errors: list[InputError]
-    warnings: list[InputError] = field(default_factory=list)  # usable input that likely does not do what was meant
+    warnings: list[InputWarning] = field(default_factory=list)  # usable input that likely does not do what was meant
 
 
 def is_url(path: str) -> bool:
@@ -138,4 +138,9 @@ def load_paths(paths: Sequence[str]) -> Loaded:
         where = ", ".join(paths)
         errors.append(_file_error(where, "holds no objects: there is nothing to apply"))
     errors.extend(_queue_cycle_errors(queues))
-    return Loaded(objects=objects, skipped=skipped, errors=errors)
+    warnings = [
+        InputWarning(source=where, kind="Queue", name=q.name, field=path, reason=reason, problem=message)
+        for q, where in queues
+        for path, reason, message in queue_warnings(q)
+    ]
+    return Loaded(objects=objects, skipped=skipped, errors=errors, warnings=warnings)

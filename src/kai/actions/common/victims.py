@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kai.core.model import Job, Task, TaskStatus
-from kai.core.resources import QUEUE_RESOURCE_NAMES
+from kai.core.resources import QUEUE_RESOURCE_NAMES, allocatable_share
 from kai.core.session import Session
 
 UNLIMITED = -1.0
@@ -273,9 +273,7 @@ class VictimQueueOrder:
         for q in seen:
             queue = snap.queues[q]
             fair = session.fair_share[q]
-            share = np.where(queue.deserved == UNLIMITED, UNLIMITED, np.maximum(queue.deserved, fair))
-            capped = np.where(share == UNLIMITED, queue.limit, np.minimum(share, queue.limit))
-            share = np.where(queue.limit == UNLIMITED, share, capped)
+            share = allocatable_share(queue.deserved, fair, queue.limit)
             self.allocatable[q] = share
             caps = np.where(share == UNLIMITED, total[:3], share)
             self.caps[q] = (float(caps[0]), float(caps[1]), float(caps[2]))

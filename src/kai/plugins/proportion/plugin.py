@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
+from kai.core import resources
 from kai.core.decisions import JobCondition
 from kai.core.model import Job
 from kai.core.resources import QUEUE_RESOURCE_NAMES, Vector
@@ -36,11 +35,9 @@ def format_amount(resource: int, value: float) -> str:
 
 
 def allocatable_share(session: Session, queue: int) -> Vector:
-    """max(deserved, fair share) capped by the limit; -1 where unlimited."""
+    """max(deserved, fair share) capped by the limit; -1 where unlimited (`resources.allocatable_share`)."""
     q = session.snapshot.queues[queue]
-    fair = session.fair_share[queue]
-    out = np.where(q.deserved == UNLIMITED, UNLIMITED, np.maximum(q.deserved, fair))
-    return np.where(q.limit == UNLIMITED, out, np.where(out == UNLIMITED, q.limit, np.minimum(out, q.limit)))
+    return resources.allocatable_share(q.deserved, session.fair_share[queue], q.limit)
 
 
 Triple = tuple[float, float, float]
@@ -171,14 +168,16 @@ class CapacityBlock:
 def capacity_block(session: Session, job: Job, request: Vector) -> CapacityBlock | None:
     """The first gate the attempt breaks, walking up from the job's leaf queue; None if it passes.
 
-    At each level: every limit, then (for a non-preemptible job) every quota.
+    At each level: every limit, then (for a non-preemptible job) every quota. As KAI's capacity policy,
+    a resource the job does not request is never checked (so a queue already over a lowered limit, or
+    with a negative one, still takes jobs that do not ask for that resource).
     """
     for q in session.ancestors(job.queue):
         queue = session.snapshot.queues[q]
         for r in range(3):
             limit = queue.limit[r]
             allocated = session.queue_allocated[q, r]
-            if limit != UNLIMITED and allocated + request[r] > limit + EPS:
+            if limit != UNLIMITED and request[r] != 0 and allocated + request[r] > limit + EPS:
                 return CapacityBlock(
                     reason=OVER_LIMIT,
                     queue=q,
@@ -192,7 +191,7 @@ def capacity_block(session: Session, job: Job, request: Vector) -> CapacityBlock
         for r in range(3):
             quota = queue.deserved[r]
             allocated = session.queue_allocated_np[q, r]
-            if quota != UNLIMITED and allocated + request[r] > quota + EPS:
+            if quota != UNLIMITED and request[r] != 0 and allocated + request[r] > quota + EPS:
                 return CapacityBlock(
                     reason=NON_PREEMPTIBLE_OVER_QUOTA,
                     queue=q,

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kai.core import resources
 from kai.core.model import Job, Matrix
 from kai.core.resources import Vector
 from kai.core.session import ReclaimScenario, Session
@@ -72,9 +73,7 @@ def less_equal(left: Vector, right: Vector) -> bool:
 
 def allocatable_share(table: QueueTable, queue: int) -> Vector:
     """max(deserved, fair share) capped by the limit; -1 where unlimited."""
-    deserved, fair, limit = table.deserved[queue], table.fair_share[queue], table.limit[queue]
-    out = np.where(deserved == UNLIMITED, UNLIMITED, np.maximum(deserved, fair))
-    return np.where(limit == UNLIMITED, out, np.where(out == UNLIMITED, limit, np.minimum(out, limit)))
+    return resources.allocatable_share(table.deserved[queue], table.fair_share[queue], table.limit[queue])
 
 
 def path(parents: Sequence[int], queue: int) -> list[int]:
