@@ -1,86 +1,124 @@
-"""`kai demo`: the seeds' story on the embedded cluster, scene by scene, with what a person wants to see.
+"""`kai demo`: the scheduler's story on the embedded cluster, scene by scene.
 
-Scenes are the YAML files in `kai/cli/scenes/`, run in file-name order. A scene's first comment
-line is its title, the following comment lines its narration. Each scene runs on a fresh
-embedded cluster with every action enabled, until nothing more happens (bounded to one hour of
-virtual time), and shows pods, why anything waits, evictions and the queues.
+Scenes are the YAML files in `kai/cli/scenes/`, in file-name order. A scene's comment header
+holds its title (first line), its narration (the following lines) and, on a line starting with
+`$ `, the `kai sim` command that shows it. The demo runs exactly that command on the scene's
+file, so what it prints is what a user gets after `kai demo --export DIR` and running the same
+command in DIR.
 """
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any
+from importlib.resources.abc import Traversable
+from pathlib import Path
 
 from rich.console import Console
 from rich.rule import Rule
+from rich.text import Text
 
-from kai.api.manifest import ApiObject, SkippedObject, parse_document, split_documents
-from kai.cli.tables import evictions_table, pending_reasons, pods_table, queues_table
-from kai.core.session import SchedulerConfig
-from kai.sim import output
-from kai.sim.engine import Simulation
+from kai.cli.sim_cmd import sim
+from kai.cli.views import layout
 
-MAX_SCENE_TIME = 3600.0
-NOTICES = ("QueueLabelMissing", "DeprecatedQueueLabel")  # warnings a user must see to fix their manifest
+INTRO = (
+    "kai demo: the scheduler on its embedded cluster of 4 nodes (node-0 .. node-3), each with 8 "
+    "NVIDIA A100 GPUs. Every scene shows the kai sim command that reproduces it; "
+    "kai demo --export DIR writes the scenes' YAML so you can change them and run them again."
+)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Scene:
+    number: int
     file: str
     title: str
     narration: str
-    objects: list[tuple[ApiObject, dict[str, Any]]]
+    command: str  # the `kai sim ...` command line, with the scene's file name after -f
+    text: str
+
+    @property
+    def slug(self) -> str:
+        """The name without its number and extension (`build-preempts-train`)."""
+        return self.file.split("-", 1)[1].removesuffix(".yaml")
+
+
+def _entries() -> list[Traversable]:
+    folder = resources.files("kai.cli").joinpath("scenes")
+    return sorted((e for e in folder.iterdir() if e.name.endswith(".yaml")), key=lambda e: e.name)
 
 
 def load_scenes() -> list[Scene]:
-    folder = resources.files("kai.cli").joinpath("scenes")
     scenes = []
-    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
-        if not entry.name.endswith(".yaml"):
-            continue
+    for number, entry in enumerate(_entries(), start=1):
         text = entry.read_text(encoding="utf-8")
-        comments = []
+        header = []
         for line in text.splitlines():
             if not line.startswith("#"):
                 break
-            comments.append(line.lstrip("#").strip())
-        objects: list[tuple[ApiObject, dict[str, Any]]] = []
-        for doc in split_documents(text, file=f"scenes/{entry.name}"):
-            parsed = parse_document(doc)
-            assert not isinstance(parsed, SkippedObject), f"scene {entry.name} has an unknown kind"
-            objects.append((parsed, dict(doc.raw)))
+            header.append(line[1:].strip())
+        commands = [h[2:] for h in header if h.startswith("$ ")]
+        prose = [h for h in header if not h.startswith("$ ")]
+        assert commands and prose, f"scene {entry.name} needs a title, a narration and a `# $ kai sim` line"
         scenes.append(
-            Scene(file=entry.name, title=comments[0] if comments else entry.name,
-                  narration=" ".join(comments[1:]), objects=objects)
+            Scene(
+                number=number,
+                file=entry.name,
+                title=prose[0],
+                narration=" ".join(prose[1:]),
+                command=commands[0],
+                text=text,
+            )
         )
     return scenes
 
 
-def run_scene(scene: Scene) -> dict[str, Any]:
-    sim = Simulation(scene.objects, config=SchedulerConfig())
-    sim.run(cycles=None, until_idle=True, max_time=MAX_SCENE_TIME)
-    return output.build(sim)
+def find(scenes: list[Scene], wanted: str) -> Scene | None:
+    """A scene by number (`4`), slug (`build-preempts-train`) or file name."""
+    for scene in scenes:
+        if wanted in (str(scene.number), scene.slug, scene.file, scene.file.removesuffix(".yaml")):
+            return scene
+    return None
 
 
-def run_demo(console: Console) -> None:
-    console.print("[bold]kai demo[/bold]: the embedded cluster has 4 nodes x 8 GPUs (node-0 .. node-3).")
-    for number, scene in enumerate(load_scenes(), start=1):
-        console.print(Rule(f"Scene {number}: {scene.title}"))
-        console.print(scene.narration, highlight=False)
-        doc = run_scene(scene)
-        doc["queues"] = [q for q in doc["queues"] if not q["name"].startswith("default")]
-        console.print(pods_table(doc))
-        for line in pending_reasons(doc):
-            console.print(f"  waiting: {line}", highlight=False)
-        seen: set[str] = set()
-        for event in doc["events"]:
-            if event["type"] == "Warning" and event["reason"] in NOTICES and event["message"] not in seen:
-                seen.add(event["message"])
-                console.print(f"  notice ({event['reason']}): {event['message']}", highlight=False)
-        if doc["evictions"]:
-            console.print(evictions_table(doc))
-            for event in doc["events"]:
-                if event["reason"] == "Evicted":
-                    console.print(f"  {event['object']}: {event['message']}", highlight=False)
-        console.print(queues_table(doc))
+def sim_args(scene: Scene, path: Path) -> list[str]:
+    """The scene's command line as arguments of `kai sim`, its file replaced by `path`."""
+    words = shlex.split(scene.command)
+    assert words[:2] == ["kai", "sim"], f"scene {scene.file}: the command must start with `kai sim`"
+    return [str(path) if word == scene.file else word for word in words[2:]]
+
+
+def play(scene: Scene, console: Console) -> None:
+    console.print(Rule(f"Scene {scene.number}: {scene.title}"))
+    layout.emit(console, Text(scene.narration))
+    console.print()
+    console.print(f"$ {scene.command}", style="bold", highlight=False, soft_wrap=True)
+    console.print()
+    entry = resources.files("kai.cli").joinpath("scenes", scene.file)
+    with resources.as_file(entry) as path:
+        sim.main(args=sim_args(scene, path), prog_name="kai sim", standalone_mode=False)
+
+
+def run_demo(console: Console, scenes: list[Scene], *, intro: bool) -> None:
+    if intro:
+        layout.emit(console, Text(INTRO))
+        console.print()
+    for scene in scenes:
+        play(scene, console)
+
+
+def list_scenes(console: Console) -> None:
+    for scene in load_scenes():
+        console.print(f"{scene.number}  {scene.slug:<24} {scene.title}", highlight=False, soft_wrap=True)
+
+
+def export(directory: Path) -> list[tuple[Scene, Path]]:
+    """Write every scene's YAML, unchanged, into `directory`."""
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for scene in load_scenes():
+        target = directory / scene.file
+        target.write_text(scene.text, encoding="utf-8")
+        written.append((scene, target))
+    return written

@@ -17,7 +17,14 @@ def install() -> None:
     """Print manifests to install on a cluster (pipe them to kubectl apply -f -)."""
 
 
-@install.command(name="crds")
+@install.command(
+    name="crds",
+    epilog="""\b
+Examples:
+  kai install crds | kubectl apply -f -
+  kai install crds > kai-crds.yaml
+""",
+)
 def install_crds() -> None:
     """Print the Queue and PodGroup CRDs as multi-document YAML."""
     click.echo(crds.crd_yaml(), nl=False)

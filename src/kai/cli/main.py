@@ -5,13 +5,12 @@ from __future__ import annotations
 import click
 
 from kai import __version__
+from kai.cli import CONTEXT_SETTINGS
 from kai.cli.demo_cmd import demo
 from kai.cli.explain_cmd import explain
 from kai.cli.install_cmd import install
 from kai.cli.replay_cmd import replay
 from kai.cli.sim_cmd import sim
-
-CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"]}  # inherited by every subcommand
 
 
 @click.group(context_settings=CONTEXT_SETTINGS)

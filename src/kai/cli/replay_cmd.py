@@ -1,6 +1,6 @@
 """`kai replay`: trace-driven what-if for placement policies on the Alibaba `openb` GPU trace.
 
-kai replay --nodes NODES.csv --pods PODS.csv [--load 1.3] [--seeds 10]
+kai replay --nodes NODES.csv --pods PODS.csv [--load 1.3] [--seeds 10 | --seed N ...]
            [--policy binpack|spread|fragmentation ...] [-o table|json] [--plot FILE.png]
 """
 
@@ -10,15 +10,25 @@ import json
 import os
 import statistics
 import sys
+import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
 import click
 import numpy as np
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 
+from kai.cli import CONTEXT_SETTINGS
 from kai.replay import runner, trace
 
 
@@ -116,7 +126,89 @@ def _table(summary: dict[str, Any], load: float, seeds: int) -> Table:
     return table
 
 
-@click.command()
+FRAGMENTED_NOTE = (
+    "FRAGMENTED % OF IDLE: of the GPU capacity left idle at the end, the share that a task drawn from "
+    "the trace's usual task shapes could not use (too small a slice of a device, or no CPU left on its "
+    "node): Weng et al.'s GPU fragmentation divided by the idle GPUs."
+)
+
+REPLAY_EPILOG = f"""\b
+Examples:
+  kai replay --nodes openb_node_list_gpu_node.csv \\
+             --pods openb_pod_list_default.csv
+  kai replay --nodes NODES.csv --pods PODS.csv --seed 3 \\
+             --policy binpack --policy fragmentation
+  kai replay --nodes openb_node_list_gpu_node.csv \\
+             --pods openb_pod_list_default.csv --policy binpack \\
+             --policy fragmentation --policy spread \\
+             --plot docs/replay-openb-default.png
+
+\b
+The trace: Alibaba's clusterdata cluster-trace-gpu-v2023 (openb_*.csv).
+Columns of the table (means over the seeds):
+  AT 100% ARRIVED       GPU allocation ratio when the arrived GPU request
+                        first reaches the cluster's GPUs
+  FINAL                 the ratio once every pod has arrived
+  UNALLOCATED GPUS      GPUs left free at the end
+{textwrap.indent(textwrap.fill(FRAGMENTED_NOTE, width=72), "  ")}
+Progress goes to standard error: a bar on a terminal, else one line per
+finished run.
+"""
+
+
+def _runs(policies: list[str], seeds: list[int]) -> list[tuple[str, int]]:
+    return [(policy, seed) for policy in policies for seed in seeds]
+
+
+def _finished_line(policy: str, seed: int, result: runner.SeedResult, seconds: float, done: int, total: int) -> str:
+    m = result.metrics
+    at100 = f"{m.allocation_at_full_load_pct:.2f}%" if m.allocation_at_full_load_pct is not None else "n/a"
+    return (
+        f"[{done}/{total}] {policy} seed {seed}: {at100} at 100% arrived, "
+        f"{m.final_allocation_pct:.2f}% final ({seconds:.1f} s)"
+    )
+
+
+def run_all(
+    data: trace.Trace, *, policies: list[str], seeds: list[int], load: float
+) -> dict[str, list[runner.SeedResult]]:
+    """Every (policy, seed) run, with progress on standard error: a rich bar across all runs on a
+    terminal, else one line per finished run."""
+    results: dict[str, list[runner.SeedResult]] = {p: [] for p in policies}
+    runs = _runs(policies, seeds)
+    console = Console(stderr=True, highlight=False)
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        disable=not console.is_terminal,
+        transient=True,
+    ) as progress:
+        overall = progress.add_task("all runs", total=len(runs))
+        for done, (policy, seed) in enumerate(runs, start=1):
+            bar = progress.add_task(f"{policy} seed {seed}", total=None)
+
+            def advance(placed: int, total: int, bar: Any = bar) -> None:
+                if placed % 200 == 0 or placed == total:
+                    progress.update(bar, completed=placed, total=total)
+
+            started = time.monotonic()
+            result = runner.replay_seed(data=data, policy=policy, load=load, seed=seed, progress=advance)
+            results[policy].append(result)
+            progress.remove_task(bar)
+            progress.advance(overall)
+            line = _finished_line(policy, seed, result, time.monotonic() - started, done, len(runs))
+            if console.is_terminal:
+                progress.console.print(line)
+            else:
+                click.echo(line, err=True)
+    return results
+
+
+@click.command(epilog=REPLAY_EPILOG, context_settings=CONTEXT_SETTINGS)
 @click.option(
     "--nodes",
     "nodes_path",
@@ -129,7 +221,7 @@ def _table(summary: dict[str, Any], load: float, seeds: int) -> Table:
     "pods_path",
     required=True,
     type=click.Path(exists=True, dir_okay=False),
-    help="Pod list CSV (openb format).",
+    help="Pod list CSV (openb format: name, cpu_milli, memory_mib, num_gpu, gpu_milli, gpu_spec, ...).",
 )
 @click.option(
     "--load",
@@ -139,7 +231,20 @@ def _table(summary: dict[str, Any], load: float, seeds: int) -> Table:
     help="Arrivals stop once their GPU request reaches this multiple of the cluster's GPUs.",
 )
 @click.option(
-    "--seeds", type=click.IntRange(min=1), default=10, show_default=True, help="Run seeds 0..N-1 and average."
+    "--seeds",
+    type=click.IntRange(min=1),
+    default=10,
+    show_default=True,
+    metavar="N",
+    help="Run seeds 0..N-1 and average them.",
+)
+@click.option(
+    "--seed",
+    "chosen_seeds",
+    multiple=True,
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="Run this seed only (repeatable); replaces --seeds.",
 )
 @click.option(
     "--policy",
@@ -148,12 +253,42 @@ def _table(summary: dict[str, Any], load: float, seeds: int) -> Table:
     type=click.Choice(runner.POLICIES),
     help="Placement policy; repeat to compare side by side (default: binpack).",
 )
-@click.option("-o", "--output", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
-@click.option("--plot", "plot_path", default=None, help="Write a PNG of allocation ratio versus arrived load.")
+@click.option(
+    "-o",
+    "--output",
+    "fmt",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
+    help="table: means per policy; json: means and every seed's figures.",
+)
+@click.option(
+    "--plot",
+    "plot_path",
+    default=None,
+    metavar="FILE",
+    help="Write a PNG of the allocation ratio versus the arrived load, one curve per policy.",
+)
+@click.pass_context
 def replay(
-    nodes_path: str, pods_path: str, load: float, seeds: int, policies: tuple[str, ...], fmt: str, plot_path: str | None
+    ctx: click.Context,
+    nodes_path: str,
+    pods_path: str,
+    load: float,
+    seeds: int,
+    chosen_seeds: tuple[int, ...],
+    policies: tuple[str, ...],
+    fmt: str,
+    plot_path: str | None,
 ) -> None:
-    """Replay a GPU cluster trace through the real scheduling core and compare placement policies."""
+    """Replay a GPU cluster trace through the real scheduling core and compare placement policies.
+
+    Follows the published protocol of the FGD paper (Weng et al., USENIX ATC '23) on Alibaba's
+    openb trace: nodes from the node list, pods sampled with a seed until their GPU request reaches
+    --load times the cluster's GPUs; pods only arrive.
+    """
+    if chosen_seeds and ctx.get_parameter_source("seeds") is not click.core.ParameterSource.DEFAULT:
+        raise click.UsageError("--seed and --seeds exclude each other")
     if plot_path:
         problem = plot_path_problem(plot_path)
         if problem:
@@ -165,34 +300,15 @@ def replay(
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
     chosen = list(dict.fromkeys(policies)) or ["binpack"]
-    results: dict[str, list[runner.SeedResult]] = {p: [] for p in chosen}
-    console = Console(stderr=True)
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        console=console,
-        disable=not console.is_terminal,
-        transient=True,
-    ) as progress:
-        for policy in chosen:
-            for seed in range(seeds):
-                bar = progress.add_task(f"{policy} seed {seed}", total=None)
-
-                def advance(done: int, total: int, bar: Any = bar) -> None:
-                    if done % 200 == 0 or done == total:
-                        progress.update(bar, completed=done, total=total)
-
-                results[policy].append(
-                    runner.replay_seed(data=data, policy=policy, load=load, seed=seed, progress=advance)
-                )
-                progress.remove_task(bar)
+    seed_list = list(dict.fromkeys(chosen_seeds)) or list(range(seeds))
+    results = run_all(data, policies=chosen, seeds=seed_list, load=load)
     summary = summarize(results)
     if fmt == "json":
         click.echo(json.dumps(summary, indent=2))
     else:
-        Console().print(_table(summary, load, seeds))
+        console = Console(highlight=False)
+        console.print(_table(summary, load, len(seed_list)))
+        console.print(FRAGMENTED_NOTE, soft_wrap=False)
     if plot_path:
         try:
             plot(results, plot_path, load)

@@ -3,38 +3,107 @@
 from __future__ import annotations
 
 import json
-import sys
 
 import click
 import yaml
 from rich.console import Console
 
+from kai.api.fields import parse_duration
+from kai.cli import CONTEXT_SETTINGS
+from kai.cli.sim_help import EPILOG, print_config_help
 from kai.cli.simulate import simulate
-from kai.cli.tables import print_tables
+from kai.cli.views import show as views
+from kai.cli.views.capture import ClusterView, capture
 from kai.sim import output
 
+TABLES = ("table", "wide")
 
-@click.command()
+
+def _durations(texts: tuple[str, ...]) -> list[float]:
+    try:
+        return [parse_duration(t) for t in texts]
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--at") from None
+
+
+@click.command(epilog=EPILOG, context_settings=CONTEXT_SETTINGS)
 @click.option(
     "-f",
     "--filename",
     "paths",
     multiple=True,
     required=True,
-    help="YAML/JSON file, directory or http(s) URL of manifests (repeatable; - reads standard input).",
+    metavar="FILE|DIR|-",
+    help="Manifests to apply: a YAML/JSON file, a directory of them, an http(s) URL, or - for standard input. "
+    "Repeatable.",
 )
-@click.option("--cycles", type=click.IntRange(min=1), default=None, help="Scheduling cycles to run (default 1).")
-@click.option("--until-idle", is_flag=True, help="Cycle until nothing changes and no timed event is due.")
-@click.option("--max-time", default="24h", show_default=True, help="Virtual-time bound for --until-idle.")
+@click.option(
+    "--cycles",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Run N scheduling cycles (default 1), one schedule period (1s) apart.",
+)
+@click.option(
+    "--until-idle", is_flag=True, help="Cycle until nothing changes and no timed event is due (bounded by --max-time)."
+)
+@click.option(
+    "--max-time",
+    default="24h",
+    show_default=True,
+    metavar="DURATION",
+    help="With --until-idle: stop the virtual clock at this time after the start (e.g. 31s, 10m).",
+)
 @click.option(
     "--actions",
     "actions_text",
     default=None,
-    help="Comma-separated actions to run, in order; overrides `actions` in --config.",
+    metavar="LIST",
+    help="Comma-separated actions to run each cycle, in order; overrides `actions` in --config.",
 )
-@click.option("--config", "config_path", default=None, help="Scheduler configuration YAML.")
-@click.option("--start-time", default=None, help="RFC 3339 start of the virtual clock.")
-@click.option("-o", "--output", "fmt", type=click.Choice(["table", "json", "yaml"]), default="table", show_default=True)
+@click.option(
+    "--config",
+    "config_path",
+    default=None,
+    metavar="FILE",
+    help="Scheduler configuration YAML (keys: kai sim --help-config).",
+)
+@click.option(
+    "--start-time", default=None, metavar="RFC3339", help="Start of the virtual clock, e.g. 2026-01-01T00:00:00Z."
+)
+@click.option(
+    "-o",
+    "--output",
+    "fmt",
+    type=click.Choice(["table", "wide", "json", "yaml"]),
+    default="table",
+    show_default=True,
+    help="table: kubectl-style tables; wide: more columns; json/yaml: the sim contract's document.",
+)
+@click.option(
+    "--show",
+    "show_text",
+    default=",".join(views.DEFAULT_SHOW),
+    show_default=True,
+    metavar="VIEWS",
+    help=f"Tables to print, comma-separated: {', '.join(views.VIEWS)}.",
+)
+@click.option("--timeline", is_flag=True, help="Print every event in order, with virtual timestamps (tables only).")
+@click.option(
+    "--at",
+    "at_texts",
+    multiple=True,
+    metavar="DURATION",
+    help="Also print the tables as they were this long after the start (repeatable; tables only).",
+)
+@click.option(
+    "--help-config",
+    is_flag=True,
+    is_eager=True,
+    expose_value=False,
+    callback=print_config_help,
+    help="Show the keys of the --config file and exit.",
+)
 @click.option("-v", "--verbose", is_flag=True, help="List every object skipped because kai does not read its kind.")
 def sim(
     paths: tuple[str, ...],
@@ -45,9 +114,25 @@ def sim(
     config_path: str | None,
     start_time: str | None,
     fmt: str,
+    show_text: str,
+    timeline: bool,
+    at_texts: tuple[str, ...],
     verbose: bool,
 ) -> None:
-    """Run manifests through the real scheduling core on an embedded simulated cluster."""
+    """Run manifests through the real scheduling core on an embedded simulated cluster.
+
+    Applies the YAML a user would `kubectl apply` (Queues, PodGroups, Pods, Deployments, Jobs,
+    RayClusters, PyTorchJobs, ...) to a simulated cluster with a virtual clock, runs the
+    scheduler's cycles and prints what it decided and why.
+    """
+    try:
+        show = views.parse_show(show_text)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--show") from None
+    pauses = _durations(at_texts)
+    if fmt not in TABLES and (timeline or pauses):
+        raise click.UsageError("--timeline and --at print tables; use -o table or -o wide")
+    snapshots: list[tuple[float, ClusterView]] = []
     simulation = simulate(
         paths=paths,
         cycles=cycles,
@@ -57,11 +142,20 @@ def sim(
         config_path=config_path,
         start_time=start_time,
         verbose=verbose,
+        pauses=pauses,
+        on_pause=lambda sim, t: snapshots.append((t, capture(sim))),
     )
-    doc = output.build(simulation)
     if fmt == "json":
-        click.echo(json.dumps(doc, indent=2))
-    elif fmt == "yaml":
-        click.echo(yaml.safe_dump(doc, sort_keys=False))
-    else:
-        print_tables(doc, Console(width=None if sys.stdout.isatty() else 160))
+        click.echo(json.dumps(output.build(simulation), indent=2))
+        return
+    if fmt == "yaml":
+        click.echo(yaml.safe_dump(output.build(simulation), sort_keys=False))
+        return
+    console = Console(highlight=False)
+    final = capture(simulation)
+    if timeline:
+        views.print_timeline(console, final)
+    for seconds, view in snapshots:
+        views.print_state(console, view, show=show, wide=fmt == "wide", heading=views.at_heading(view, seconds))
+    views.print_state(console, final, show=show, wide=fmt == "wide", heading=views.end_heading(final))
+    views.print_warnings(console, final)

@@ -7,6 +7,7 @@ Bad options or manifests end the command with exit status 2 and every problem on
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import NoReturn
 
@@ -15,6 +16,7 @@ import click
 from kai.api.errors import InputError
 from kai.api.fields import parse_duration, parse_timestamp
 from kai.api.manifest import SkippedObject
+from kai.api.podgroup import format_duration
 from kai.cluster.config import load_config, parse_actions
 from kai.core.session import SchedulerConfig
 from kai.sim.engine import Simulation
@@ -79,11 +81,24 @@ def simulate(
     config_path: str | None,
     start_time: str | None,
     verbose: bool = False,
+    pauses: Sequence[float] = (),
+    on_pause: Callable[[Simulation, float], None] | None = None,
 ) -> Simulation:
-    """The simulation after the requested cycles (what `kai sim` prints, what `kai explain` explains)."""
+    """The simulation after the requested cycles (what `kai sim` prints, what `kai explain` explains).
+
+    `on_pause(simulation, t)` sees the simulation at each time `t` of `pauses` (`kai sim --at`)."""
     if cycles is not None and until_idle:
         raise click.UsageError("--cycles and --until-idle exclude each other")
     config, start, bound = sim_options(config_path, actions_text, start_time, max_time)
+    end = bound if until_idle else (cycles or 1) * config.schedule_period
+    late = [t for t in pauses if t > end + 1e-9]
+    if late:
+        reach = (
+            f"--max-time {max_time}"
+            if until_idle
+            else f"{cycles or 1} cycle(s) of {format_duration(config.schedule_period)}"
+        )
+        raise click.BadParameter(f"{format_duration(late[0])} is after the end of the run ({reach})", param_hint="--at")
     loaded = load_paths(paths)
     _report_skipped(loaded.skipped, verbose=verbose)
     for warning in loaded.warnings:
@@ -98,7 +113,13 @@ def simulate(
             simulation.record_event(
                 "Warning", warning.reason, f"{warning.kind}/{warning.name}", f"{warning.field}: {warning.problem}"
             )
-        simulation.run(cycles=cycles, until_idle=until_idle, max_time=bound)
+        simulation.run(
+            cycles=cycles,
+            until_idle=until_idle,
+            max_time=bound,
+            pauses=pauses,
+            on_pause=None if on_pause is None else lambda t: on_pause(simulation, t),
+        )
     except InputError as exc:
         fail(str(exc))
     except Exception as exc:  # an internal error: say so plainly, exit 1 (the contract), keep the trace

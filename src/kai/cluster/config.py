@@ -14,19 +14,33 @@ from kai.api.fields import parse_duration
 from kai.core.session import SchedulerConfig
 from kai.scheduler.registry import KNOWN_ACTIONS, PLUGIN_ARGUMENTS, plugin_names
 
-KEYS = (
-    "actions",
-    "placementStrategy",
-    "schedulePeriod",
-    "stalenessGracePeriod",
-    "queueLabelKey",
-    "maxConsolidationPreemptees",
-    "reclaimerUtilizationMultiplier",
-    "plugins",
-    "kValue",
-    "queueDepthPerAction",
-    "evictionMode",
-)
+# Every key of the file: an example value (the default) and what it sets, as `kai sim --help-config` prints them.
+KEY_HELP: dict[str, tuple[str, str]] = {
+    "actions": (
+        "[allocate, consolidation, reclaim, preempt, stalegangeviction]",
+        "the actions each cycle runs, in order (--actions overrides)",
+    ),
+    "placementStrategy": (
+        "{gpu: binpack, cpu: binpack}",
+        "binpack or spread per resource; gpu also fragmentation; gpu also picks the device for fractions",
+    ),
+    "schedulePeriod": ("1s", "virtual time between two scheduling cycles"),
+    "stalenessGracePeriod": (
+        "60s",
+        "how long a running gang may stay below its minimum before eviction; negative: never",
+    ),
+    "queueLabelKey": ("kai.scheduler/queue", "the label that names a workload's queue"),
+    "maxConsolidationPreemptees": ("16", "at most this many pods moved by consolidation for one job"),
+    "reclaimerUtilizationMultiplier": (
+        "1.0",
+        "multiplier of reclaim's saturation check, which keeps two queues from evicting each other (>= 1)",
+    ),
+    "plugins": ("{minruntime: {reclaimResolveMethod: lca}}", "per-plugin arguments (lca | queue)"),
+    "kValue": ("1.0", "weight of the over-quota usage term in the fair-share division"),
+    "queueDepthPerAction": ("0", "jobs tried per queue in each action; 0: no cap"),
+    "evictionMode": ("delete", "how a cluster's victims are removed: delete (the pod) or eviction (the Eviction API)"),
+}
+KEYS = tuple(KEY_HELP)
 
 
 def _error(field: str, problem: str, file: str) -> InputError:

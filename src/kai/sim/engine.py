@@ -8,6 +8,10 @@ Each cycle at virtual time `now`:
 5. build a snapshot, run the scheduling cycle, apply its decisions (an eviction also stamps its
    PodGroup's kai.scheduler/last-eviction-timestamp, which re-arms the PodGroup's preemption delay);
 6. advance the clock by the schedule period.
+
+Besides the events of the contract (`totals.events`), the simulation keeps a `timeline`: every
+event plus the moments the events leave out (an object created, a pod pipelined), in the order
+they happened, for people who want to read the story (`kai sim --timeline`).
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import dataclasses
 import hashlib
 import heapq
 import itertools
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -111,6 +115,7 @@ class Simulation:
         self.ledger = binder.DeviceLedger()
         self.configmaps: dict[tuple[str, str], ConfigMap] = {}
         self.totals = Totals()
+        self.timeline: list[EventRecord] = []  # events plus creations and pipelining, in order
         self.queue_figures: dict[str, QueueFigures] = {}  # as the last cycle left them
         self.last_cycle: tuple[Snapshot, Session] | None = None  # its snapshot and session, for `kai explain`
         self.warnings: list[str] = []
@@ -185,6 +190,12 @@ class Simulation:
         api_version = str(body.get("apiVersion", ""))
         kind = str(body.get("kind", ""))
         self.raw_objects[(obj.meta.namespace, group_of(api_version), kind, obj.meta.name)] = body
+        if isinstance(obj, Pod | PodGroup | Workload) or self.now > self.start:
+            self._note(
+                "Created",
+                f"{kind}/{obj.meta.namespace}/{obj.meta.name}" if obj.meta.namespace else f"{kind}/{obj.meta.name}",
+                "",
+            )
         if isinstance(obj, Node):
             self.nodes[obj.name] = obj
         elif isinstance(obj, Queue):
@@ -335,7 +346,13 @@ class Simulation:
         if self._last_messages.get(obj + reason) == message:
             return
         self._last_messages[obj + reason] = message
-        self.totals.events.append(EventRecord(time=self.now, type=type_, reason=reason, object=obj, message=message))
+        record = EventRecord(time=self.now, type=type_, reason=reason, object=obj, message=message)
+        self.totals.events.append(record)
+        self.timeline.append(record)
+
+    def _note(self, reason: str, obj: str, message: str) -> None:
+        """Record a moment of the story that is no Kubernetes event (timeline only, not in the JSON)."""
+        self.timeline.append(EventRecord(time=self.now, type="Normal", reason=reason, object=obj, message=message))
 
     # ----------------------------------------------------------------- timed transitions
     def _advance_pods(self) -> None:
@@ -476,6 +493,8 @@ class Simulation:
         if isinstance(effect, effects.Nominate):
             sim = self.pods[effect.pod]
             changed = sim.status != TaskStatus.PIPELINED or sim.nominated_node != effect.node
+            if changed:
+                self._note("Pipelined", f"Pod/{effect.pod}", effect.message)
             sim.move(TaskStatus.PIPELINED)
             sim.nominated_node = effect.node
             sim.gpu_groups, sim.gpu_portion = effect.gpu_groups, effect.gpu_portion
@@ -529,32 +548,57 @@ class Simulation:
             annotations[key] = value
         group.podgroup = dataclasses.replace(group.podgroup, meta=dataclasses.replace(meta, annotations=annotations))
 
-    def run(self, *, cycles: int | None, until_idle: bool, max_time: float) -> None:
+    def run(
+        self,
+        *,
+        cycles: int | None,
+        until_idle: bool,
+        max_time: float,
+        pauses: Sequence[float] = (),
+        on_pause: Callable[[float], None] | None = None,
+    ) -> None:
+        """Run `cycles` cycles (default 1), or with `until_idle` until nothing changes and no timed event
+        is due; no cycle starts at or after `max_time` seconds after the start.
+
+        `on_pause(t)` is called once for each `t` of `pauses` (seconds after the start) with the store as
+        it is at that virtual time, after every cycle that began before it; a pause after the run's end
+        sees the final state.
+        """
+        waiting = sorted(self.start + t for t in pauses)
+
+        def reach(time: float) -> None:
+            while waiting and waiting[0] <= time + 1e-9:
+                moment = waiting.pop(0)
+                if on_pause is not None:
+                    on_pause(moment - self.start)
+
+        reach(self.now)
         for _ in self.cycles(cycles=cycles, until_idle=until_idle, until=self.start + max_time):
-            pass
+            reach(self.now)  # the clock is now where the next cycle starts
+        reach(float("inf"))
 
     def cycles(self, *, cycles: int | None, until_idle: bool, until: float) -> Iterator[bool]:
         """Run cycles, yielding after each whether it changed anything: `cycles` of them (default 1), or
         with `until_idle` until nothing changes and no timed event is due, skipping the idle time to the
-        next timed event, while the clock is at most `until`."""
+        next timed event. No cycle starts at or after `until`, and the clock never jumps past it. When a
+        cycle is yielded the clock already stands where the next one would start."""
         if not until_idle:
             for _ in range(cycles or 1):
                 yield self.step()
             return
-        while self.now <= until:
+        while self.now < until - 1e-9:
             changed = self.step()
-            yield changed
-            if changed:
-                continue
-            upcoming = self.next_timed_event()
-            if upcoming is None:
-                return
-            if upcoming > self.now:
+            upcoming = None if changed else self.next_timed_event()
+            if upcoming is not None and upcoming > self.now:
                 period = self.config.schedule_period
                 steps = max(0, int((upcoming - self.now) // period))
-                self.now += steps * period
-                if self.now < upcoming - 1e-9:
-                    self.now += period
+                target = self.now + steps * period
+                if target < upcoming - 1e-9:
+                    target += period
+                self.now = min(target, until)  # a timed event past the bound is never reached
+            yield changed
+            if not changed and upcoming is None:
+                return
 
     def fork(self) -> Simulation:
         """A copy that runs on by itself with no new arrivals (what `kai explain` simulates forward on)."""
