@@ -45,7 +45,7 @@ def test_timeline_tells_the_story_in_order() -> None:
             "pod/train-pod:",
         ],
     ]
-    assert "evicted by preempt: pod/build-pod (priority 100) needs 1 GPU in queue test" in out
+    assert "evicted by preempt: build-pod (priority 100) needs 1 GPU in queue test" in out
 
 
 def test_at_shows_the_seed_picture_and_the_end_state_follows() -> None:

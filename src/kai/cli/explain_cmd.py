@@ -14,6 +14,7 @@ import click
 import yaml
 
 from kai.api.fields import parse_duration
+from kai.cli import CONTEXT_SETTINGS
 from kai.cli.simulate import fail, internal_error, simulate
 from kai.explain import queues, render
 from kai.sim import explain_view
@@ -23,7 +24,15 @@ def _key(target: str) -> str:
     return target if "/" in target else f"default/{target}"
 
 
-@click.command()
+EXPLAIN_EPILOG = """\b
+Examples:
+  kai explain podgroup ray-big -f ray.yaml --until-idle
+  kai explain pod default/train-pod -f priority.yaml --until-idle -o json
+  kai explain queue team-a -f queues.yaml -f training.yaml
+"""
+
+
+@click.command(epilog=EXPLAIN_EPILOG, context_settings=CONTEXT_SETTINGS)
 @click.argument("kind", type=click.Choice(["podgroup", "pod", "queue"]))
 @click.argument("target")
 @click.option(
@@ -32,19 +41,35 @@ def _key(target: str) -> str:
     "paths",
     multiple=True,
     required=True,
+    metavar="FILE|DIR|-",
     help="YAML/JSON file or directory of manifests, as for kai sim (repeatable; - reads standard input).",
 )
-@click.option("--cycles", type=click.IntRange(min=1), default=None, help="Scheduling cycles to run first (default 1).")
+@click.option(
+    "--cycles",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Scheduling cycles to run first (default 1).",
+)
 @click.option("--until-idle", is_flag=True, help="Cycle until nothing changes and no timed event is due.")
 @click.option(
     "--max-time",
     default="24h",
     show_default=True,
+    metavar="DURATION",
     help="Virtual-time bound for --until-idle, and how far ahead the estimated start is looked for.",
 )
-@click.option("--config", "config_path", default=None, help="Scheduler configuration YAML.")
-@click.option("--start-time", default=None, help="RFC 3339 start of the virtual clock.")
-@click.option("-o", "--output", "fmt", type=click.Choice(["text", "json", "yaml"]), default="text", show_default=True)
+@click.option("--config", "config_path", default=None, metavar="FILE", help="Scheduler configuration YAML.")
+@click.option("--start-time", default=None, metavar="RFC3339", help="RFC 3339 start of the virtual clock.")
+@click.option(
+    "-o",
+    "--output",
+    "fmt",
+    type=click.Choice(["text", "json", "yaml"]),
+    default="text",
+    show_default=True,
+    help="text: sentences for people; json/yaml: the kai explain contract's document.",
+)
 def explain(
     kind: str,
     target: str,
@@ -56,7 +81,11 @@ def explain(
     start_time: str | None,
     fmt: str,
 ) -> None:
-    """Explain a PodGroup or pod (NAMESPACE/NAME; a PodGroup also by its workload's name) or a queue (NAME)."""
+    """Explain a PodGroup or pod (NAMESPACE/NAME; a PodGroup also by its workload's name) or a queue (NAME).
+
+    KIND is podgroup, pod or queue; TARGET names the object. The state explained is the one
+    `kai sim` ends in with the same -f and cycle options.
+    """
     simulation = simulate(
         paths=paths,
         cycles=cycles,
