@@ -3,8 +3,9 @@
 Every generator takes its sizes and a seed and returns the same cluster for the same arguments
 (numpy's `default_rng(seed)`), so a figure can be reproduced and compared across commits:
 
-* `allocate_manifests`: target 1, the `kai sim` input (a JSON `v1 List`): N nodes x 8 GPUs, 20 queues,
-  M pending pods in gangs of 1..64 pods of 1, 2, 4 or 8 GPUs.
+* `allocate_manifests` / `allocate_cluster`: target 1, the `kai sim` input (a JSON `v1 List`) and the
+  same cluster as typed objects: N nodes x 8 GPUs, 20 queues, M pending pods in gangs of 1..64 pods
+  of 1, 2, 4 or 8 GPUs.
 * `reclaim_cluster`: target 2, a full cluster where reclaim and preempt have work (queues with a GPU
   quota under one root; half of them hold every running pod, the other half are starving).
 * `starving_cluster`: target 8, a full cluster where reclaim cannot help: departments with GPU quota
@@ -253,10 +254,63 @@ def starving_cluster(
     )
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Gang:
+    """One pending gang of target 1: `size` pods of `gpus` GPUs each, minMember = size."""
+
+    name: str
+    queue: str
+    size: int
+    gpus: int
+    created: float
+
+
+def allocate_gangs(*, pods: int, queues: int = 20, seed: int = 0) -> list[Gang]:
+    """Gangs of 1..64 pods of 1, 2, 4 or 8 GPUs until `pods` pods, dealt round-robin over the queues."""
+    rng = np.random.default_rng(seed)
+    gangs: list[Gang] = []
+    made = 0
+    while made < pods:
+        g = len(gangs)
+        size = int(min(pods - made, rng.integers(1, 65)))
+        gpus = int(rng.choice([1, 2, 4, 8]))
+        gangs.append(Gang(name=f"job-{g:06d}", queue=f"q{g % queues:03d}", size=size, gpus=gpus, created=float(g)))
+        made += size
+    return gangs
+
+
+def allocate_cluster(*, nodes: int, pods: int, queues: int = 20, seed: int = 0) -> Cluster:
+    """Target 1's cluster as typed objects (the same one `allocate_manifests` writes as JSON)."""
+    queue_objs = [_queue("root", None, 0.0, -1.0)]
+    share = nodes * GPUS_PER_NODE / queues
+    queue_objs += [_queue(f"q{q:03d}", "root", float(q + 1), share) for q in range(queues)]
+    groups: list[PodGroup] = []
+    states: list[PodState] = []
+    for gang in allocate_gangs(pods=pods, queues=queues, seed=seed):
+        groups.append(
+            _group(gang.name, queue=gang.queue, created=gang.created, min_member=gang.size, priority_class="train")
+        )
+        for i in range(gang.size):
+            pod = Pod(
+                meta=ObjectMeta(name=f"{gang.name}-{i}", namespace="bench", creation_timestamp=gang.created),
+                scheduler_name="kai-scheduler",
+                node_name="",
+                phase="Pending",
+                requests={"cpu": 4000.0, "memory": float(32 * 2**30), "nvidia.com/gpu": float(gang.gpus)},
+            )
+            states.append(PodState(pod=pod, status=TaskStatus.PENDING, podgroup=gang.name))
+    return Cluster(
+        nodes=[_node(i) for i in range(nodes)],
+        queues=queue_objs,
+        podgroups=groups,
+        pods=states,
+        priority_classes=_classes(),
+    )
+
+
 def allocate_manifests(*, nodes: int, pods: int, queues: int = 20, seed: int = 0) -> dict[str, Any]:
     """Target 1: the `kai sim` input as a `v1 List`: nodes, queues (a root, 20 leaves with an equal GPU
     quota), PodGroups (gangs of 1..64 pods, minMember = size) and their pending pods (1, 2, 4 or 8 GPUs)."""
-    rng = np.random.default_rng(seed)
     items: list[dict[str, Any]] = []
     for i in range(nodes):
         items.append(
@@ -283,42 +337,31 @@ def allocate_manifests(*, nodes: int, pods: int, queues: int = 20, seed: int = 0
     items.append(queue("root", None, -1))
     share = nodes * GPUS_PER_NODE / queues
     items += [queue(f"q{q:03d}", "root", share) for q in range(queues)]
-    made, g = 0, 0
-    while made < pods:
-        size = int(min(pods - made, rng.integers(1, 65)))
-        gpus = int(rng.choice([1, 2, 4, 8]))
-        name = f"job-{g:06d}"
+    for gang in allocate_gangs(pods=pods, queues=queues, seed=seed):
         items.append(
             {
                 "apiVersion": "scheduling.run.ai/v2alpha2",
                 "kind": "PodGroup",
-                "metadata": {"name": name, "namespace": "bench"},
-                "spec": {"minMember": size, "queue": f"q{g % queues:03d}", "priorityClassName": "train"},
+                "metadata": {"name": gang.name, "namespace": "bench"},
+                "spec": {"minMember": gang.size, "queue": gang.queue, "priorityClassName": "train"},
             }
         )
-        for i in range(size):
+        requests = {"cpu": "4", "memory": "32Gi", "nvidia.com/gpu": str(gang.gpus)}
+        for i in range(gang.size):
             items.append(
                 {
                     "apiVersion": "v1",
                     "kind": "Pod",
                     "metadata": {
-                        "name": f"{name}-{i}",
+                        "name": f"{gang.name}-{i}",
                         "namespace": "bench",
-                        "annotations": {"pod-group-name": name},
-                        "labels": {"kai.scheduler/queue": f"q{g % queues:03d}"},
+                        "annotations": {"pod-group-name": gang.name},
+                        "labels": {"kai.scheduler/queue": gang.queue},
                     },
                     "spec": {
                         "schedulerName": "kai-scheduler",
-                        "containers": [
-                            {
-                                "name": "main",
-                                "image": "trainer",
-                                "resources": {"requests": {"cpu": "4", "memory": "32Gi", "nvidia.com/gpu": str(gpus)}},
-                            }
-                        ],
+                        "containers": [{"name": "main", "image": "trainer", "resources": {"requests": requests}}],
                     },
                 }
             )
-        made += size
-        g += 1
     return {"apiVersion": "v1", "kind": "List", "items": items}
