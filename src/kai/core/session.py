@@ -28,7 +28,36 @@ PredicateFn = Callable[["Session", Task], BoolVector]
 NodeScoreFn = Callable[["Session", Task, BoolVector], Vector]
 JobKeyFn = Callable[["Session", Job], tuple[float, ...]]
 CapacityFn = Callable[["Session", Job, Vector], "JobCondition | None"]
-QueueCompareFn = Callable[["Session", int, int, Job, Job], int]
+Triple = tuple[float, float, float]  # queue space: (gpu devices, cpu millicores, memory bytes)
+NOTHING: Triple = (0.0, 0.0, 0.0)
+
+
+class QueueOrderPolicy(Protocol):
+    """The order of queues: exactly one per session (the proportion plugin's, else oldest first).
+
+    `key` places a queue given what it holds (`allocated`), the job it would start next (`job`,
+    added) and the victims it would lose (`victims`, taken away); a smaller key goes first. Queues
+    with equal keys are ordered by `tie` (negative: `left` goes first; never 0 for two queues). The
+    allocation order compares sibling queues by their best pending jobs; the victim order takes the
+    next victim from the queue this order puts last, judged with the victims taken from it so far.
+    """
+
+    def key(
+        self, session: Session, queue: int, allocated: Triple, job: Triple, victims: Triple
+    ) -> tuple[object, ...]: ...
+
+    def tie(self, session: Session, left: int, right: int) -> int: ...
+
+
+class OldestFirst:
+    """The queue order without a queue-order plugin: the oldest queue first."""
+
+    def key(self, session: Session, queue: int, allocated: Triple, job: Triple, victims: Triple) -> tuple[object, ...]:
+        return ()
+
+    def tie(self, session: Session, left: int, right: int) -> int:
+        queues = session.snapshot.queues
+        return -1 if (queues[left].age_rank, queues[left].name) < (queues[right].age_rank, queues[right].name) else 1
 
 
 class GpuPolicy(Protocol):
@@ -162,7 +191,8 @@ class Session:
         self.node_scores: list[NodeScoreFn] = []
         self.job_keys: list[JobKeyFn] = []
         self.capacity_checks: list[CapacityFn] = []
-        self._queue_compare: QueueCompareFn | None = None
+        self.queue_order: QueueOrderPolicy = OldestFirst()
+        self._queue_order_set = False
         self.gpu_policy: GpuPolicy | None = None
         self.victim_guards: list[VictimGuardFn] = []
         self.reclaim_gates: list[ReclaimGateFn] = []
@@ -195,17 +225,26 @@ class Session:
             raise RuntimeError("GPU placement has exactly one policy; a second plugin registered one")
         self.gpu_policy = policy
 
-    def set_queue_compare(self, fn: QueueCompareFn) -> None:
-        if self._queue_compare is not None:
+    def set_queue_order(self, policy: QueueOrderPolicy) -> None:
+        if self._queue_order_set:
             raise RuntimeError("queue order has exactly one provider; a second plugin registered one")
-        self._queue_compare = fn
+        self.queue_order = policy
+        self._queue_order_set = True
 
-    def compare_queues(self, left: int, right: int, left_job: Job, right_job: Job) -> int:
-        if self._queue_compare is None:
-            return (self.snapshot.queues[left].age_rank > self.snapshot.queues[right].age_rank) - (
-                self.snapshot.queues[left].age_rank < self.snapshot.queues[right].age_rank
-            )
-        return self._queue_compare(self, left, right, left_job, right_job)
+    def allocated_triple(self, queue: int) -> Triple:
+        row = self.queue_allocated[queue]
+        return (float(row[0]), float(row[1]), float(row[2]))
+
+    def allocation_key(self, queue: int, job: Job) -> tuple[object, ...]:
+        """The queue's place in the allocation order, with `job` as the job it would start next."""
+        request = self.attempt_request(job)
+        return self.queue_order.key(
+            self,
+            queue,
+            self.allocated_triple(queue),
+            (float(request[0]), float(request[1]), float(request[2])),
+            NOTHING,
+        )
 
     def job_key(self, job: Job) -> tuple[object, ...]:
         key: tuple[object, ...] = ()

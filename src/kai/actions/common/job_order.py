@@ -8,7 +8,6 @@ leaf's heap with a fresh key.
 
 from __future__ import annotations
 
-import functools
 import heapq
 from collections.abc import Iterable
 
@@ -36,15 +35,18 @@ class JobsByQueue:
         return None if child is None else self._best_job(child)
 
     def _pick(self, candidates: list[int]) -> int | None:
-        pairs = [(q, self._best_job(q)) for q in candidates]
-        live = [(q, j) for q, j in pairs if j is not None]
-        if not live:
-            return None
-
-        def compare(a: tuple[int, Job], b: tuple[int, Job]) -> int:
-            return self.session.compare_queues(a[0], b[0], a[1], b[1])
-
-        return min(live, key=functools.cmp_to_key(compare))[0]
+        """The first of the candidates in the session's queue order, each judged with its best job."""
+        session = self.session
+        best: int | None = None
+        best_key: tuple[object, ...] = ()
+        for q in candidates:
+            job = self._best_job(q)
+            if job is None:
+                continue
+            key = session.allocation_key(q, job)
+            if best is None or key < best_key or (key == best_key and session.queue_order.tie(session, q, best) < 0):
+                best, best_key = q, key
+        return best
 
     def _best_child(self, queue: int) -> int | None:
         return self._pick(list(self.session.snapshot.queues[queue].children))

@@ -3,8 +3,8 @@
 Victims are preemptible jobs whose active pods are all running. A job at or below its gang
 minimum loses all its pods at once; the pods of an elastic job above its minimum go one at a
 time, the last in task order first. A protected job (minimum runtime) may only lose those
-surplus pods. Jobs come in victim order: each unit from the queue KAI's reversed queue order puts
-first at that moment (`VictimQueueOrder`), and inside a queue lowest priority, then elastic jobs
+surplus pods. Jobs come in victim order: each unit from the queue the session's queue order,
+reversed, puts first at that moment (`VictimQueueOrder`), and inside a queue lowest priority, then elastic jobs
 above their minimum, then the newest job; after losing a surplus pod a job is re-ranked, as KAI
 re-queues it.
 """
@@ -19,12 +19,9 @@ import numpy as np
 import numpy.typing as npt
 
 from kai.core.model import Job, Task, TaskStatus
-from kai.core.resources import QUEUE_RESOURCE_NAMES, allocatable_share
-from kai.core.session import Session
+from kai.core.resources import QUEUE_RESOURCE_NAMES
+from kai.core.session import NOTHING, Session
 
-UNLIMITED = -1.0
-EPS = 1e-9
-NO_SHARE_DRF_MULTIPLIER = 1000.0
 ROOT = -1  # the parent of the top queues in the victim order's tree
 
 
@@ -55,9 +52,7 @@ def protected_by_guards(session: Session, action: str, preemptor: Job, victim: J
     return any(guard(session, action, preemptor, victim) for guard in session.victim_guards)
 
 
-def _surplus_task(
-    session: Session, job: Job, running: list[int], alive: npt.NDArray[np.int64]
-) -> int | None:
+def _surplus_task(session: Session, job: Job, running: list[int], alive: npt.NDArray[np.int64]) -> int | None:
     """The last running pod (in task order) whose eviction keeps every podset and the job at its minimum.
 
     For a job with a subgroup tree (minSubGroup), a pod whose eviction keeps the tree satisfied.
@@ -163,8 +158,9 @@ def _plan(session: Session, job: Job) -> tuple[_Step, ...]:
         holds = (float(held[0]), float(held[1]), float(held[2]))
         surplus = _surplus_task(session, job, running, alive)
         if surplus is None:
-            steps.append(_Step(unit=VictimUnit(job=job.index, tasks=tuple(running), whole=True), holds=holds,
-                               requeue=None))
+            steps.append(
+                _Step(unit=VictimUnit(job=job.index, tasks=tuple(running), whole=True), holds=holds, requeue=None)
+            )
             break
         running.remove(surplus)
         alive[session.snapshot.tasks[surplus].podset] -= 1
@@ -177,7 +173,12 @@ class _Cursor:
     """One leaf queue's victims in victim job order; `head` is the next unit, computed lazily."""
 
     def __init__(
-        self, pool: VictimPool, queue: int, *, below_priority: int | None, exclude: int,
+        self,
+        pool: VictimPool,
+        queue: int,
+        *,
+        below_priority: int | None,
+        exclude: int,
         is_protected: Callable[[Job], bool],
     ) -> None:
         self.pool = pool
@@ -238,24 +239,18 @@ class _Cursor:
         return None
 
 
-def _le(left: npt.NDArray[np.float64], right: npt.NDArray[np.float64]) -> bool:
-    """left <= right in every resource; -1 on the right means unlimited."""
-    return bool(np.all((right == UNLIMITED) | (left <= right + EPS)))
-
-
 class VictimQueueOrder:
-    """KAI's queue order reversed, as its victim queue applies it, level by level from the top queues.
+    """The session's queue order reversed, as KAI's victim queue applies it, level by level from the top.
 
     Allocations are those of the moment the search starts (KAI simulates each scenario and rolls it
     back before picking the next victim). A queue is judged with the victims picked from it so far
-    plus its next one taken away (for the dominant-share step), exactly as KAI's victim queue does.
-    The queue the allocation order would put last is the next to lose a victim.
+    plus its next one taken away, exactly as KAI's victim queue does (see `QueueOrderPolicy`). The
+    queue the allocation order would put last is the next to lose a victim.
     """
 
     def __init__(self, session: Session, leaves: list[int]) -> None:
         self.session = session
-        snap = session.snapshot
-        self.allocated = session.queue_allocated.copy()
+        self.policy = session.queue_order
         self.parent: dict[int, int] = {}
         self.depth: dict[int, int] = {}
         for leaf in leaves:
@@ -263,68 +258,27 @@ class VictimQueueOrder:
             for i, q in enumerate(path):
                 self.parent[q] = path[i + 1] if i + 1 < len(path) else ROOT
                 self.depth[q] = len(path) - i
-        seen = set(self.parent)
         self.siblings: dict[int, int] = {}  # parent -> number of children in the order
-        for q in seen:
+        for q in self.parent:
             self.siblings[self.parent[q]] = self.siblings.get(self.parent[q], 0) + 1
-        total = snap.total
-        self.allocatable: dict[int, npt.NDArray[np.float64]] = {}
-        self.caps: dict[int, tuple[float, float, float]] = {}
-        for q in seen:
-            queue = snap.queues[q]
-            fair = session.fair_share[q]
-            share = allocatable_share(queue.deserved, fair, queue.limit)
-            self.allocatable[q] = share
-            caps = np.where(share == UNLIMITED, total[:3], share)
-            self.caps[q] = (float(caps[0]), float(caps[1]), float(caps[2]))
-        self.fixed: dict[int, tuple[tuple[bool, bool, int, bool], float]] = {}
-        self.alloc_rows: dict[int, tuple[float, float, float]] = {}
+        self.allocated: dict[int, tuple[float, float, float]] = {q: session.allocated_triple(q) for q in self.parent}
         self.keys: dict[tuple[int, int, int], tuple[object, ...]] = {}
         self.heaps: dict[int, list[_Entry]] = {}
         self.ties: dict[tuple[int, int], bool] = {}
         self.version: dict[int, int] = {}
         self.cursors: dict[int, _Cursor] = {}
 
-    def _drf(self, q: int, allocated: Sequence[float]) -> float:
-        best = 0.0
-        for cap, used in zip(self.caps[q], allocated, strict=True):
-            value = used * NO_SHARE_DRF_MULTIPLIER if cap == 0 else used / cap
-            best = max(best, value)
-        return best
-
     def _key(self, q: int, victims: tuple[float, float, float]) -> tuple[object, ...]:
-        """Steps 1 to 6 of KAI's queue order as a key (smaller goes first in allocation order)."""
-        fixed = self.fixed.get(q)
-        if fixed is None:
-            queue = self.session.snapshot.queues[q]
-            alloc = self.allocated[q]
-            over = bool(np.all(self.session.fair_share[q] < alloc))
-            starved = _le(alloc, queue.deserved)
-            penalized = bool(np.any((self.allocatable[q] == 0) & (alloc > 0)))
-            fixed = ((over, not starved, -queue.priority, penalized), self._drf(q, alloc.tolist()))
-            self.fixed[q] = fixed
-        a = self.alloc_rows.get(q)
-        if a is None:
-            row = self.allocated[q]
-            a = self.alloc_rows[q] = (float(row[0]), float(row[1]), float(row[2]))
-        without = (a[0] - victims[0], a[1] - victims[1], a[2] - victims[2])
-        return (*fixed[0], self._drf(q, without), fixed[1])
+        return self.policy.key(self.session, q, self.allocated[q], NOTHING, victims)
 
     def _goes_after(self, left: int, lkey: tuple[object, ...], right: int, rkey: tuple[object, ...]) -> bool:
-        """Does `left` come after `right` in KAI's (allocation) queue order?"""
+        """Does `left` come after `right` in the (allocation) queue order?"""
         if lkey != rkey:
             return lkey > rkey
         pair = (left, right)
         after = self.ties.get(pair)
         if after is None:
-            la, ra = self.allocatable[left], self.allocatable[right]
-            l_le, r_le = _le(la, ra), _le(ra, la)
-            if l_le != r_le:
-                after = r_le
-            else:
-                queues = self.session.snapshot.queues
-                after = (queues[left].age_rank, queues[left].name) > (queues[right].age_rank, queues[right].name)
-            self.ties[pair] = after
+            after = self.ties[pair] = self.policy.tie(self.session, left, right) > 0
         return after
 
     def _worst_leaf(self, q: int) -> int | None:

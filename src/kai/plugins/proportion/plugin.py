@@ -7,13 +7,14 @@ limit or put non-preemptible work over quota, at every level of the tree.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kai.core import resources
 from kai.core.decisions import JobCondition
 from kai.core.model import Job
 from kai.core.resources import QUEUE_RESOURCE_NAMES, Vector
-from kai.core.session import Session
+from kai.core.session import Session, Triple
 from kai.plugins.proportion import division
 
 UNLIMITED = -1.0
@@ -40,16 +41,13 @@ def allocatable_share(session: Session, queue: int) -> Vector:
     return resources.allocatable_share(q.deserved, session.fair_share[queue], q.limit)
 
 
-Triple = tuple[float, float, float]
-
-
 def _drf_caps(share: Vector, total: Vector) -> Triple:
     """What DRF divides by: the allocatable share, or the cluster total where that is unlimited."""
     a, b, c = (float(total[r]) if share[r] == UNLIMITED else float(share[r]) for r in range(3))
     return (a, b, c)
 
 
-def _drf(caps: Triple, allocated: list[float]) -> float:
+def _drf(caps: Triple, allocated: Sequence[float]) -> float:
     best = 0.0
     for cap, used in zip(caps, allocated, strict=True):
         value = used * NO_SHARE_DRF_MULTIPLIER if cap == 0 else used / cap
@@ -57,7 +55,7 @@ def _drf(caps: Triple, allocated: list[float]) -> float:
     return best
 
 
-def _le(left: list[float], right: Triple) -> bool:
+def _le(left: Sequence[float], right: Triple) -> bool:
     """left <= right in every resource, where -1 in either means unlimited."""
     for a, b in zip(left, right, strict=True):
         if a == UNLIMITED:
@@ -69,19 +67,26 @@ def _le(left: list[float], right: Triple) -> bool:
     return True
 
 
-class QueueOrder:
-    """KAI's queue order over one session; per-queue constants are computed once at session open.
+QueueKey = tuple[bool, bool, int, bool, float, float]
 
-    `compare(session, left, right, left_job, right_job)` is negative when `left` goes first. Steps:
+
+class QueueOrder:
+    """KAI's queue order (the session's `QueueOrderPolicy`); per-queue constants are computed at session open.
+
+    Steps 1 to 6 are the `key` (smaller goes first), steps 7 and 8 the `tie`:
 
     1. a queue not over its fair share (in every resource) goes first;
     2. a queue that stays within its deserved quota with the job goes first;
     3. higher queue priority goes first;
     4. a queue that would use a resource with a zero allocatable share goes last;
-    5. smaller dominant-resource share with the job goes first;
-    6. smaller dominant-resource share without it goes first;
+    5. smaller dominant-resource share with the job (and without the victims) goes first;
+    6. smaller dominant-resource share as it is goes first;
     7. the queue whose allocatable share is smaller (in one resource, and nowhere larger) goes first;
     8. the older queue goes first (then the name).
+
+    The allocation order passes the job's next attempt and no victims; the victim order passes no
+    job and the victims taken so far (as KAI's victim queue judges a queue by its next victim job,
+    which has nothing left to allocate).
     """
 
     def __init__(self, session: Session) -> None:
@@ -94,34 +99,21 @@ class QueueOrder:
         self.deserved: list[Triple] = [
             (float(q.deserved[0]), float(q.deserved[1]), float(q.deserved[2])) for q in queues
         ]
+        self.priority = [q.priority for q in queues]
         self.rank = [(q.age_rank, q.name) for q in queues]
 
-    def compare(self, session: Session, left: int, right: int, left_job: Job, right_job: Job) -> int:
-        queues = session.snapshot.queues
-        la, ra = session.queue_allocated[left].tolist(), session.queue_allocated[right].tolist()
-        l_over = all(f < a for f, a in zip(self.fair[left], la, strict=True))
-        r_over = all(f < a for f, a in zip(self.fair[right], ra, strict=True))
-        if l_over != r_over:
-            return 1 if l_over else -1
-        lj = [a + b for a, b in zip(la, session.attempt_request(left_job).tolist(), strict=True)]
-        rj = [a + b for a, b in zip(ra, session.attempt_request(right_job).tolist(), strict=True)]
-        l_starved = _le(lj, self.deserved[left])
-        r_starved = _le(rj, self.deserved[right])
-        if l_starved != r_starved:
-            return -1 if l_starved else 1
-        if queues[left].priority != queues[right].priority:
-            return -1 if queues[left].priority > queues[right].priority else 1
+    def key(self, session: Session, queue: int, allocated: Triple, job: Triple, victims: Triple) -> QueueKey:
+        fair = self.fair[queue]
+        over = fair[0] < allocated[0] and fair[1] < allocated[1] and fair[2] < allocated[2]
+        with_job = [allocated[0] + job[0], allocated[1] + job[1], allocated[2] + job[2]]
+        starved = _le(with_job, self.deserved[queue])
+        penalized = any(a == 0 and j > 0 for a, j in zip(self.allocatable[queue], with_job, strict=True))
+        caps = self.caps[queue]
+        share = [with_job[0] - victims[0], with_job[1] - victims[1], with_job[2] - victims[2]]
+        return (over, not starved, -self.priority[queue], penalized, _drf(caps, share), _drf(caps, allocated))
+
+    def tie(self, session: Session, left: int, right: int) -> int:
         l_alloc, r_alloc = self.allocatable[left], self.allocatable[right]
-        l_pen = any(a == 0 and j > 0 for a, j in zip(l_alloc, lj, strict=True))
-        r_pen = any(a == 0 and j > 0 for a, j in zip(r_alloc, rj, strict=True))
-        if l_pen != r_pen:
-            return 1 if l_pen else -1
-        for l_value, r_value in (
-            (_drf(self.caps[left], lj), _drf(self.caps[right], rj)),
-            (_drf(self.caps[left], la), _drf(self.caps[right], ra)),
-        ):
-            if l_value != r_value:
-                return -1 if l_value < r_value else 1
         l_le, r_le = _le(list(l_alloc), r_alloc), _le(list(r_alloc), l_alloc)
         if l_le and not r_le:
             return -1
@@ -238,5 +230,5 @@ class ProportionPlugin:
 
     def on_session_open(self, session: Session) -> None:
         compute_fair_share(session)
-        session.set_queue_compare(QueueOrder(session).compare)
+        session.set_queue_order(QueueOrder(session))
         session.capacity_checks.append(check_capacity)
