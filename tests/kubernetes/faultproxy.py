@@ -15,7 +15,8 @@ A test programs faults; each applies to requests that arrive after it is set:
   Status body, without forwarding them;
 * `hang(method=..., path=..., count=n)` holds n matching requests unanswered (until the client
   gives up or `seconds` pass, then the connection is closed);
-* `freeze(seconds)` holds every request that arrives in the next `seconds` until they are over.
+* `freeze(seconds)` holds every request that arrives in the next `seconds` until they are over
+  (`thaw()` ends it early).
 
 `requests` records what arrived (method, path, query, arrival time) for assertions such as "the
 rate limit held" or "a 409 was not retried".
@@ -104,7 +105,9 @@ class FaultProxy:
         self._watch_gate = asyncio.Event()
         self._watch_gate.set()
         self._gone: list[bool] = []  # one entry per pending 410 answer: True = as an ERROR event
-        self._frozen_until = 0.0
+        self._thawed = asyncio.Event()
+        self._thawed.set()
+        self._thaw_timer: asyncio.TimerHandle | None = None
         self._runner: web.ServerRunner | None = None
         self._upstream: httpx.AsyncClient | None = None
         self.url = ""
@@ -137,7 +140,7 @@ class FaultProxy:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self._watch_gate.set()
-        self._frozen_until = 0.0
+        self.thaw()
         self.drop_watches()
         if self._runner is not None:
             await self._runner.cleanup()
@@ -173,7 +176,16 @@ class FaultProxy:
         self._rules.append(_Rule(method=method, path=re.compile(path), remaining=count, hang_seconds=seconds))
 
     def freeze(self, seconds: float) -> None:
-        self._frozen_until = time.monotonic() + seconds
+        """Hold every request that arrives from now on until `seconds` pass or `thaw()` is called."""
+        self.thaw()
+        self._thawed.clear()
+        self._thaw_timer = asyncio.get_running_loop().call_later(seconds, self.thaw)
+
+    def thaw(self) -> None:
+        if self._thaw_timer is not None:
+            self._thaw_timer.cancel()
+            self._thaw_timer = None
+        self._thawed.set()
 
     @property
     def open_watches(self) -> int:
@@ -195,8 +207,7 @@ class FaultProxy:
     async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
         seen = Seen(request.method, request.path, dict(request.query), time.monotonic())
         self.requests.append(seen)
-        while (left := self._frozen_until - time.monotonic()) > 0:
-            await asyncio.sleep(left)
+        await self._thawed.wait()
         if seen.watch:
             await self._watch_gate.wait()
             if self._gone:
