@@ -10,6 +10,7 @@ from kai.cli.demo_cmd import demo
 from kai.cli.explain_cmd import explain
 from kai.cli.install_cmd import install
 from kai.cli.replay_cmd import replay
+from kai.cli.run_cmd import run
 from kai.cli.sim_cmd import sim
 
 
@@ -24,6 +25,7 @@ main.add_command(demo)
 main.add_command(replay)
 main.add_command(install)
 main.add_command(explain)
+main.add_command(run)
 
 
 if __name__ == "__main__":

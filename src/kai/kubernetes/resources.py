@@ -89,3 +89,24 @@ QUEUES = ApiResource(group="scheduling.run.ai", version="v2", plural="queues", k
 PODGROUPS = ApiResource(
     group="scheduling.run.ai", version="v2alpha2", plural="podgroups", kind="PodGroup", namespaced=True
 )
+
+
+def _workload(group: str, version: str, plural: str, kind: str) -> ApiResource:
+    return ApiResource(group=group, version=version, plural=plural, kind=kind, namespaced=True)
+
+
+WORKLOAD_RESOURCES: tuple[ApiResource, ...] = (
+    _workload("ray.io", "v1", "rayclusters", "RayCluster"),
+    _workload("ray.io", "v1", "rayjobs", "RayJob"),
+    _workload("ray.io", "v1", "rayservices", "RayService"),
+    _workload("kubeflow.org", "v1", "pytorchjobs", "PyTorchJob"),
+    _workload("kubeflow.org", "v1", "tfjobs", "TFJob"),
+    _workload("kubeflow.org", "v1", "xgboostjobs", "XGBoostJob"),
+    _workload("kubeflow.org", "v1", "jaxjobs", "JAXJob"),
+    _workload("kubeflow.org", "v2beta1", "mpijobs", "MPIJob"),
+    _workload("kubeflow.org", "v1", "notebooks", "Notebook"),
+    _workload("jobset.x-k8s.io", "v1alpha2", "jobsets", "JobSet"),
+    _workload("leaderworkerset.x-k8s.io", "v1", "leaderworkersets", "LeaderWorkerSet"),
+)
+"""The workload operators' kinds the pod grouper reads as top owners (optional: a kind whose CRD is
+not installed is never met)."""

@@ -9,6 +9,9 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+
 import numpy as np
 
 from kai.core.decisions import CycleResult, JobFigures, QueueFigures, Triple
@@ -24,20 +27,30 @@ def open_session(snapshot: Snapshot, config: SchedulerConfig) -> Session:
     return session
 
 
-def run_actions(snapshot: Snapshot, config: SchedulerConfig) -> Session:
-    """Steps 1 and 2: the session after every configured action ran (what `kai.explain` reads)."""
+ActionRunner = Callable[[str, Callable[[], None]], None]
+
+
+def _run_directly(name: str, run: Callable[[], None]) -> None:
+    run()
+
+
+def run_actions(snapshot: Snapshot, config: SchedulerConfig, *, run_action: ActionRunner = _run_directly) -> Session:
+    """Steps 1 and 2: the session after every configured action ran (what `kai.explain` reads).
+
+    `run_action(name, run)` must call `run()` once; an adapter passes its own to time each action
+    (the core itself reads no clock)."""
     # 1. open the session
     session = open_session(snapshot, config)
     # 2. run the actions
     for name in config.actions:
         action = registry.make_action(name)
         if action is not None:
-            action.execute(session)
+            run_action(name, functools.partial(action.execute, session))
     return session
 
 
-def run_cycle(snapshot: Snapshot, config: SchedulerConfig) -> CycleResult:
-    return close_session(run_actions(snapshot, config))
+def run_cycle(snapshot: Snapshot, config: SchedulerConfig, *, run_action: ActionRunner = _run_directly) -> CycleResult:
+    return close_session(run_actions(snapshot, config, run_action=run_action))
 
 
 def close_session(session: Session) -> CycleResult:

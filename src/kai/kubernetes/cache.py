@@ -1,0 +1,338 @@
+"""The cluster as `kai run` knows it: every object its informers deliver, kept current by events.
+
+`ClusterCache` implements the cluster-state protocol (`kai.cluster.state.ClusterState`) that the
+simulator implements too, so a cycle's snapshot is built the same way from either. Watch events
+update it incrementally: each object is parsed once when it changes, never per cycle. An object
+that cannot be parsed is reported (`problems`) and left out; it never stops the scheduler.
+
+Besides what the API server says, the cache holds what the scheduler itself has decided but not
+yet seen come back through a watch, as kube-scheduler's "assumed" pods:
+* a pod whose binding was sent counts as running on its node until the watch shows it bound (or
+  the binding fails for good and the pod is forgotten);
+* a pod whose eviction was sent counts as releasing until the watch shows it terminating or gone;
+* a pipelined pod keeps its nominated node until it is bound or gone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kai.api.errors import InputError, Source
+from kai.api.fields import parse_timestamp
+from kai.api.manifest import group_of
+from kai.api.node import Node, parse_node
+from kai.api.pod import POD_GROUP_ANNOTATION, SUBGROUP_LABEL, Pod, parse_pod
+from kai.api.podgroup import PodGroup, parse_podgroup
+from kai.api.priority import PriorityClass, parse_priority_class
+from kai.api.queue import Queue, parse_queue
+from kai.cluster import pods as cluster_pods
+from kai.cluster.effects import Condition
+from kai.core.model import TaskStatus
+from kai.core.snapshot_builder import PodState
+
+ObjectKey = tuple[str, str]  # (namespace, name)
+
+
+@dataclass(slots=True)
+class CachedPod:
+    pod: Pod
+    raw: Mapping[str, Any]
+    ours: bool
+    observed: cluster_pods.ObservedPod
+    gpu_groups: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Assumed:
+    """A decision sent to the API server whose result the watch has not shown yet."""
+
+    status: TaskStatus  # RUNNING (bind sent) or RELEASING (eviction sent)
+    node: str
+    gpu_groups: tuple[str, ...] = ()
+    since: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Nomination:
+    node: str
+    gpu_groups: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PlanSnapshot:
+    """What the effects planner reads of the cluster, taken together with the cycle's snapshot."""
+
+    waiting: Mapping[str, Sequence[str]]
+    podgroups: frozenset[str]
+    conditions: Mapping[str, Condition]
+    children: Mapping[str, Sequence[str]]
+
+    def waiting_pods(self) -> Mapping[str, Sequence[str]]:
+        return self.waiting
+
+    def podgroup_exists(self, key: str) -> bool:
+        return key in self.podgroups
+
+    def podgroup_condition(self, key: str) -> Condition | None:
+        return self.conditions.get(key)
+
+    def queue_children(self) -> Mapping[str, Sequence[str]]:
+        return self.children
+
+
+def _key(obj: Mapping[str, Any]) -> ObjectKey:
+    meta = obj.get("metadata") or {}
+    return (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+
+
+def _source(kind: str, key: ObjectKey) -> Source:
+    return Source(file=f"{kind} {key[0]}/{key[1]}" if key[0] else f"{kind} {key[1]}", index=0)
+
+
+def read_condition(status: Mapping[str, Any] | None) -> Condition | None:
+    """A PodGroup's current scheduling condition, as kai (or KAI) wrote it in its status."""
+    for item in (status or {}).get("schedulingConditions") or ():
+        if not isinstance(item, Mapping):
+            continue
+        try:
+            transition = int(str(item.get("transitionID", "0")))
+        except ValueError:
+            transition = 0
+        try:
+            when = parse_timestamp(str(item.get("lastTransitionTime")))
+        except ValueError:
+            when = 0.0
+        return Condition(
+            reason=str(item.get("reason", "")),
+            message=str(item.get("message", "")),
+            transition_id=transition,
+            last_transition=when,
+        )
+    return None
+
+
+class ClusterCache:
+    """Objects by kind, parsed once per change; the scheduler's assumptions on top."""
+
+    def __init__(self, *, scheduler_name: str) -> None:
+        self.scheduler_name = scheduler_name
+        self.nodes: dict[str, Node] = {}
+        self.queues: dict[str, Queue] = {}
+        self.priority_classes: dict[str, PriorityClass] = {}
+        self.podgroups: dict[ObjectKey, PodGroup] = {}
+        self.podgroup_raw: dict[ObjectKey, Mapping[str, Any]] = {}
+        self.queue_raw: dict[str, Mapping[str, Any]] = {}
+        self.pods: dict[ObjectKey, CachedPod] = {}
+        self.objects: dict[tuple[str, str, str, str], Mapping[str, Any]] = {}  # (ns, group, kind, name)
+        self.problems: dict[tuple[str, str, str], str] = {}  # (kind, namespace, name) -> why it is left out
+        self.assumed: dict[ObjectKey, Assumed] = {}
+        self.nominated: dict[ObjectKey, Nomination] = {}
+        self.bind_times: dict[ObjectKey, float] = {}
+        self.assumed_podgroups: dict[ObjectKey, PodGroup] = {}  # created by the pod grouper, not yet seen
+        self.assumed_members: dict[ObjectKey, tuple[str, str | None]] = {}  # pod -> (PodGroup, subgroup)
+        self.version = 0  # bumped on every change, so callers can tell whether anything happened
+        self._states: tuple[int, tuple[Sequence[PodState], Sequence[PodState]]] | None = None
+
+    # ----------------------------------------------------------------- events
+    def apply(self, obj: Mapping[str, Any]) -> None:
+        """An object was added or changed."""
+        self.version += 1
+        kind, group = str(obj.get("kind", "")), group_of(str(obj.get("apiVersion", "")))
+        key = _key(obj)
+        self.objects[(key[0], group, kind, key[1])] = obj
+        problem_key = (kind, key[0], key[1])
+        try:
+            self._parse(kind, group, key, obj)
+        except InputError as exc:
+            self.problems[problem_key] = f"{exc.field}: {exc.problem}" if exc.field else exc.problem
+            self._drop(kind, group, key)
+        else:
+            self.problems.pop(problem_key, None)
+
+    def remove(self, obj: Mapping[str, Any]) -> None:
+        """An object was deleted."""
+        self.version += 1
+        kind, group = str(obj.get("kind", "")), group_of(str(obj.get("apiVersion", "")))
+        key = _key(obj)
+        self.objects.pop((key[0], group, kind, key[1]), None)
+        self.problems.pop((kind, key[0], key[1]), None)
+        self._drop(kind, group, key)
+
+    def _parse(self, kind: str, group: str, key: ObjectKey, obj: Mapping[str, Any]) -> None:
+        source = _source(kind, key)
+        if group == "" and kind == "Pod":
+            pod = parse_pod(obj, source=source)
+            observed = cluster_pods.observe(pod)
+            self.pods[key] = CachedPod(
+                pod=pod,
+                raw=obj,
+                ours=pod.scheduler_name == self.scheduler_name,
+                observed=observed,
+                gpu_groups=cluster_pods.gpu_groups(pod.meta.labels),
+            )
+            assumed = self.assumed.get(key)
+            if assumed is not None and (
+                observed.status != TaskStatus.PENDING
+                if assumed.status == TaskStatus.RUNNING
+                else observed.status in (TaskStatus.RELEASING, TaskStatus.SUCCEEDED, TaskStatus.FAILED)
+            ):
+                del self.assumed[key]  # the watch caught up with the decision
+            if observed.status != TaskStatus.PENDING:
+                self.nominated.pop(key, None)
+            if POD_GROUP_ANNOTATION in pod.meta.annotations:
+                self.assumed_members.pop(key, None)
+        elif group == "" and kind == "Node":
+            self.nodes[key[1]] = parse_node(obj, source=source)
+        elif group == "scheduling.run.ai" and kind == "Queue":
+            self.queues[key[1]] = parse_queue(obj, source=source)
+            self.queue_raw[key[1]] = obj
+        elif group == "scheduling.run.ai" and kind == "PodGroup":
+            self.podgroups[key] = parse_podgroup(obj, source=source)
+            self.podgroup_raw[key] = obj
+            self.assumed_podgroups.pop(key, None)
+        elif group == "scheduling.k8s.io" and kind == "PriorityClass":
+            self.priority_classes[key[1]] = parse_priority_class(obj, source=source)
+
+    def _drop(self, kind: str, group: str, key: ObjectKey) -> None:
+        if group == "" and kind == "Pod":
+            self.pods.pop(key, None)
+            self.assumed.pop(key, None)
+            self.nominated.pop(key, None)
+            self.bind_times.pop(key, None)
+            self.assumed_members.pop(key, None)
+        elif group == "" and kind == "Node":
+            self.nodes.pop(key[1], None)
+        elif group == "scheduling.run.ai" and kind == "Queue":
+            self.queues.pop(key[1], None)
+            self.queue_raw.pop(key[1], None)
+        elif group == "scheduling.run.ai" and kind == "PodGroup":
+            self.podgroups.pop(key, None)
+            self.podgroup_raw.pop(key, None)
+        elif group == "scheduling.k8s.io" and kind == "PriorityClass":
+            self.priority_classes.pop(key[1], None)
+
+    # ----------------------------------------------------------------- the scheduler's own decisions
+    def assume_bound(self, pod: ObjectKey, node: str, gpu_groups: tuple[str, ...], now: float) -> None:
+        self.assumed[pod] = Assumed(status=TaskStatus.RUNNING, node=node, gpu_groups=gpu_groups, since=now)
+        self.bind_times[pod] = now
+        self.nominated.pop(pod, None)
+        self.version += 1
+
+    def assume_evicted(self, pod: ObjectKey, node: str, now: float) -> None:
+        self.assumed[pod] = Assumed(status=TaskStatus.RELEASING, node=node, since=now)
+        self.version += 1
+
+    def forget(self, pod: ObjectKey) -> None:
+        """A decision failed for good: the pod is again what the API server says it is."""
+        self.assumed.pop(pod, None)
+        self.bind_times.pop(pod, None)
+        self.version += 1
+
+    def assume_grouped(self, pod: ObjectKey, podgroup: PodGroup, subgroup: str | None) -> None:
+        """The pod grouper decided the pod's PodGroup; schedule it in this very cycle, as the
+        simulator does, without waiting for the PodGroup and the pod's annotation to come back."""
+        key = (podgroup.meta.namespace, podgroup.name)
+        if key not in self.podgroups:
+            self.assumed_podgroups.setdefault(key, podgroup)
+        self.assumed_members[pod] = (podgroup.name, subgroup)
+        self.version += 1
+
+    def nominate(self, pod: ObjectKey, node: str, gpu_groups: tuple[str, ...]) -> None:
+        self.nominated[pod] = Nomination(node=node, gpu_groups=gpu_groups)
+        self.version += 1
+
+    # ----------------------------------------------------------------- the cluster-state protocol
+    def node_objects(self) -> Collection[Node]:
+        return self.nodes.values()
+
+    def queue_objects(self) -> Collection[Queue]:
+        return self.queues.values()
+
+    def priority_class_objects(self) -> Mapping[str, PriorityClass]:
+        return self.priority_classes
+
+    def podgroup_objects(self) -> Collection[PodGroup]:
+        if not self.assumed_podgroups:
+            return self.podgroups.values()
+        return [*self.podgroups.values(), *(g for k, g in self.assumed_podgroups.items() if k not in self.podgroups)]
+
+    def pod_state(self, key: ObjectKey) -> PodState:
+        cached = self.pods[key]
+        status, node, groups = cached.observed.status, cached.observed.node, cached.gpu_groups
+        assumed = self.assumed.get(key)
+        if assumed is not None:
+            status, node = assumed.status, assumed.node
+            groups = assumed.gpu_groups or groups
+        nominated = self.nominated.get(key) if status == TaskStatus.PENDING else None
+        start = None
+        if status in (TaskStatus.RUNNING, TaskStatus.RELEASING):
+            start = self.bind_times.get(key, cached.pod.meta.creation_timestamp)
+        pod = cached.pod
+        podgroup = pod.meta.annotations.get(POD_GROUP_ANNOTATION) or None
+        member = self.assumed_members.get(key) if podgroup is None else None
+        if member is not None:
+            podgroup, subgroup = member
+            if subgroup and pod.meta.labels.get(SUBGROUP_LABEL) != subgroup:
+                labels = {**pod.meta.labels, SUBGROUP_LABEL: subgroup}
+                pod = dataclasses.replace(pod, meta=dataclasses.replace(pod.meta, labels=labels))
+        return PodState(
+            pod=pod,
+            status=status,
+            node=node,
+            nominated_node=nominated.node if nominated is not None else None,
+            gpu_groups=nominated.gpu_groups if nominated is not None else groups,
+            start_time=start,
+            podgroup=podgroup,
+        )
+
+    def pod_states(self) -> tuple[Sequence[PodState], Sequence[PodState]]:
+        if self._states is not None and self._states[0] == self.version:
+            return self._states[1]
+        ours: list[PodState] = []
+        foreign: list[PodState] = []
+        for key in sorted(self.pods):
+            state = self.pod_state(key)
+            (ours if self.pods[key].ours else foreign).append(state)
+        self._states = (self.version, (ours, foreign))
+        return ours, foreign
+
+    def lookup(self, namespace: str, api_version: str, kind: str, name: str) -> Mapping[str, Any] | None:
+        group = group_of(api_version)
+        found = self.objects.get((namespace, group, kind, name))
+        if found is None and namespace:
+            found = self.objects.get(("", group, kind, name))
+        return found
+
+    def list_pods(self, namespace: str, match_labels: Mapping[str, str]) -> Sequence[Mapping[str, Any]]:
+        out: list[Mapping[str, Any]] = []
+        for key in sorted(self.pods):
+            cached = self.pods[key]
+            labels = cached.pod.meta.labels
+            if key[0] == namespace and all(labels.get(k) == v for k, v in match_labels.items()):
+                out.append(cached.raw)
+        return out
+
+    # ----------------------------------------------------------------- what the planner reads
+    def plan_snapshot(self, states: Sequence[PodState]) -> PlanSnapshot:
+        waiting: dict[str, list[str]] = {}
+        for state in states:
+            if state.podgroup is not None and state.status == TaskStatus.PENDING and state.nominated_node is None:
+                waiting.setdefault(f"{state.pod.namespace}/{state.podgroup}", []).append(state.pod.key)
+        conditions: dict[str, Condition] = {}
+        for key, raw in self.podgroup_raw.items():
+            condition = read_condition(raw.get("status"))
+            if condition is not None:
+                conditions[f"{key[0]}/{key[1]}"] = condition
+        children: dict[str, list[str]] = {}
+        for queue in self.queues.values():
+            if queue.parent is not None:
+                children.setdefault(queue.parent, []).append(queue.name)
+        return PlanSnapshot(
+            waiting=waiting,
+            podgroups=frozenset(f"{k[0]}/{k[1]}" for k in (*self.podgroups, *self.assumed_podgroups)),
+            conditions=conditions,
+            children=children,
+        )

@@ -1,0 +1,182 @@
+"""`kai run`'s metrics and probes: what a platform team scrapes and what the kubelet asks.
+
+Metrics (Prometheus, on a per-process registry so several schedulers can live in one process):
+
+| metric | type | labels | what |
+|---|---|---|---|
+| `kai_queue_fair_share` | gauge | queue, resource | the queue's fair share (gpu devices, cpu millicores, memory MB) |
+| `kai_queue_allocated` | gauge | queue, resource | allocated to the queue, same units |
+| `kai_queue_requested` | gauge | queue, resource | requested by the queue's pods, same units |
+| `kai_queue_quota` | gauge | queue, resource | the queue's quota (-1: unlimited) |
+| `kai_queue_limit` | gauge | queue, resource | the queue's limit (-1: none) |
+| `kai_cycle_duration_seconds` | histogram | | one scheduling cycle (snapshot to decisions) |
+| `kai_action_duration_seconds` | histogram | action | one action within a cycle |
+| `kai_pods_bound_total` | counter | | pods bound |
+| `kai_pods_evicted_total` | counter | action | pods evicted, by the action that chose them |
+| `kai_pods_pending` | gauge | | pods of ours waiting for a node |
+| `kai_bind_failures_total` | counter | | bindings that failed for good |
+| `kai_watch_restarts_total` | counter | resource, reason | watches restarted (dropped, closed, 410 relist, ...) |
+| `kai_write_duration_seconds` | histogram | operation | API writes, retries included |
+| `kai_is_leader` | gauge | | 1 while this replica holds the Lease |
+
+Probes: `/healthz` answers 200 while the process works; `/readyz` 200 once every cache has synced
+(`/readyz?verbose` lists the checks, including whether this replica leads or waits for the lease).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from aiohttp import web
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from kai.api.queue import QUEUE_RESOURCE_KEYS
+from kai.core.model import TaskStatus
+from kai.core.resources import MB
+from kai.kubernetes.informer import RestartReason
+from kai.kubernetes.resources import ApiResource
+from kai.kubernetes.runner import CycleReport, Scheduler
+from kai.kubernetes.writer import Outcome
+
+log = logging.getLogger(__name__)
+
+RESOURCES = QUEUE_RESOURCE_KEYS  # gpu, cpu, memory
+
+
+@dataclass
+class Metrics:
+    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+
+    def __post_init__(self) -> None:
+        r = self.registry
+        self.fair_share = Gauge("kai_queue_fair_share", "Fair share of the queue", ["queue", "resource"], registry=r)
+        self.allocated = Gauge(
+            "kai_queue_allocated", "Resources allocated to the queue", ["queue", "resource"], registry=r
+        )
+        self.requested = Gauge(
+            "kai_queue_requested", "Resources requested in the queue", ["queue", "resource"], registry=r
+        )
+        self.quota = Gauge("kai_queue_quota", "Quota of the queue (-1: unlimited)", ["queue", "resource"], registry=r)
+        self.limit = Gauge("kai_queue_limit", "Limit of the queue (-1: none)", ["queue", "resource"], registry=r)
+        self.cycle = Histogram(
+            "kai_cycle_duration_seconds",
+            "Duration of one scheduling cycle",
+            registry=r,
+            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+        )
+        self.action = Histogram(
+            "kai_action_duration_seconds",
+            "Duration of one action in a cycle",
+            ["action"],
+            registry=r,
+            buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+        )
+        self.bound = Counter("kai_pods_bound", "Pods bound", registry=r)
+        self.evicted = Counter("kai_pods_evicted", "Pods evicted", ["action"], registry=r)
+        self.pending = Gauge("kai_pods_pending", "Pods of this scheduler waiting for a node", registry=r)
+        self.bind_failures = Counter("kai_bind_failures", "Bindings that failed for good", registry=r)
+        self.watch_restarts = Counter("kai_watch_restarts", "Watches restarted", ["resource", "reason"], registry=r)
+        self.writes = Histogram("kai_write_duration_seconds", "API writes, retries included", ["operation"], registry=r)
+        self.leader = Gauge("kai_is_leader", "1 while this replica holds the leader Lease", registry=r)
+        self._queues: set[str] = set()
+
+    # ----------------------------------------------------------------- hooks
+    def watch_restarted(self, resource: ApiResource, reason: RestartReason) -> None:
+        self.watch_restarts.labels(resource=resource.label, reason=str(reason)).inc()
+
+    def write_done(self, operation: str, outcome: Outcome, seconds: float) -> None:
+        self.writes.labels(operation=operation.split(" ", 1)[0]).observe(seconds)
+        if operation == "bind":
+            if outcome.ok:
+                self.bound.inc()
+            else:
+                self.bind_failures.inc()
+
+    def cycle_done(self, scheduler: Scheduler, report: CycleReport) -> None:
+        self.cycle.observe(report.duration)
+        for action, seconds in report.action_seconds.items():
+            self.action.labels(action=action).observe(seconds)
+        for eviction in report.result.evictions:
+            self.evicted.labels(action=eviction.action).inc()
+        ours, _ = scheduler.cache.pod_states()
+        self.pending.set(sum(1 for s in ours if s.status == TaskStatus.PENDING))
+        seen: set[str] = set()
+        for name, figures in report.result.queues.items():
+            seen.add(name)
+            queue = scheduler.cache.queues.get(name)
+            for i, resource in enumerate(RESOURCES):
+                scale = 1.0 / MB if resource == "memory" else 1.0
+                self.fair_share.labels(queue=name, resource=resource).set(figures.fair_share[i] * scale)
+                self.allocated.labels(queue=name, resource=resource).set(figures.allocated[i] * scale)
+                self.requested.labels(queue=name, resource=resource).set(figures.requested[i] * scale)
+                if queue is not None:
+                    self.quota.labels(queue=name, resource=resource).set(queue.resources[resource].quota)
+                    self.limit.labels(queue=name, resource=resource).set(queue.resources[resource].limit)
+        for gone in self._queues - seen:
+            for resource in RESOURCES:
+                for gauge in (self.fair_share, self.allocated, self.requested, self.quota, self.limit):
+                    with contextlib.suppress(KeyError):
+                        gauge.remove(gone, resource)
+        self._queues = seen
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+@dataclass
+class HealthServer:
+    """`/healthz`, `/readyz` and `/metrics` (the metrics on their own address, as the contract has it)."""
+
+    metrics: Metrics
+    health_address: str
+    metrics_address: str
+    synced: Callable[[], bool]
+    leading: Callable[[], bool]
+    leader_elect: bool
+    _runners: list[web.AppRunner] = field(default_factory=list)
+
+    async def start(self) -> None:
+        probes = web.Application()
+        probes.router.add_get("/healthz", self._healthz)
+        probes.router.add_get("/readyz", self._readyz)
+        scrape = web.Application()
+        scrape.router.add_get("/metrics", self._metrics)
+        if self.health_address == self.metrics_address:
+            probes.router.add_get("/metrics", self._metrics)
+            apps = [(probes, self.health_address)]
+        else:
+            apps = [(probes, self.health_address), (scrape, self.metrics_address)]
+        for app, address in apps:
+            host, _, port = address.rpartition(":")
+            runner = web.AppRunner(app, access_log=None)
+            await runner.setup()
+            await web.TCPSite(runner, host or "0.0.0.0", int(port)).start()
+            self._runners.append(runner)
+
+    async def stop(self) -> None:
+        for runner in self._runners:
+            await runner.cleanup()
+        self._runners.clear()
+
+    async def _healthz(self, request: web.Request) -> web.Response:
+        return web.Response(text="ok\n")
+
+    async def _readyz(self, request: web.Request) -> web.Response:
+        synced = self.synced()
+        lines = [f"[{'+' if synced else '-'}]caches {'synced' if synced else 'syncing'}"]
+        if self.leader_elect:
+            lines.append("[+]leader election: " + ("leading" if self.leading() else "waiting for the lease"))
+        status = 200 if synced else 503
+        if "verbose" in request.query:
+            text = "\n".join(lines) + f"\nreadyz check {'passed' if synced else 'failed'}\n"
+        else:
+            text = "ok\n" if synced else "caches are syncing\n"
+        return web.Response(text=text, status=status)
+
+    async def _metrics(self, request: web.Request) -> web.Response:
+        self.metrics.leader.set(1.0 if self.leading() else 0.0)
+        return web.Response(body=self.metrics.render(), headers={"Content-Type": CONTENT_TYPE_LATEST})

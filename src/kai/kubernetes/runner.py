@@ -1,0 +1,178 @@
+"""`kai run`'s scheduling loop: caches from watches, one cycle every `schedulePeriod`, writes out.
+
+Each cycle, while this replica leads and every cache has synced:
+1. the pod grouper gives every new pod of ours its PodGroup (`kai.kubernetes.grouper`);
+2. a snapshot is taken from the cache (`kai.cluster.state.cycle_snapshot`), with the planner's
+   view of the same moment;
+3. the cycle runs, off the event loop so watches keep flowing (`kai.scheduler.cycle.run_cycle`);
+4. the effects are planned (`kai.cluster.effects.plan`) and handed to the applier, which records
+   them in the cache at once and sends them through the writer's workers.
+The decisions are the ones `kai sim` makes for the same objects: same snapshot builder, same
+cycle, same planner.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from kai.cluster import effects as fx
+from kai.cluster.state import cycle_snapshot
+from kai.core.decisions import CycleResult
+from kai.core.session import SchedulerConfig
+from kai.kubernetes import resources
+from kai.kubernetes.apply import EffectApplier
+from kai.kubernetes.cache import ClusterCache
+from kai.kubernetes.client import KubeClient
+from kai.kubernetes.grouper import PodGrouper
+from kai.kubernetes.informer import Informer
+from kai.kubernetes.resources import ApiResource
+from kai.kubernetes.writer import Writer
+from kai.scheduler.cycle import run_cycle
+
+log = logging.getLogger(__name__)
+
+# What the cycle reads; a kind whose CRD is not installed is simply never met (optional).
+REQUIRED_RESOURCES: tuple[ApiResource, ...] = (
+    resources.NODES,
+    resources.PODS,
+    resources.PRIORITY_CLASSES,
+    resources.QUEUES,
+    resources.PODGROUPS,
+)
+OWNER_RESOURCES: tuple[ApiResource, ...] = (
+    resources.DEPLOYMENTS,
+    resources.REPLICA_SETS,
+    resources.STATEFUL_SETS,
+    resources.JOBS,
+    resources.CRON_JOBS,
+    *resources.WORKLOAD_RESOURCES,
+)
+
+
+class _CacheHandler:
+    """Feeds one informer's events into the cache."""
+
+    def __init__(self, cache: ClusterCache, resource: ApiResource, on_change: Callable[[], None]) -> None:
+        self.cache = cache
+        self.resource = resource
+        self.on_change = on_change
+
+    def on_add(self, obj: dict[str, object]) -> None:
+        self.cache.apply(obj)
+        self.on_change()
+
+    def on_update(self, old: dict[str, object], new: dict[str, object]) -> None:
+        self.cache.apply(new)
+        self.on_change()
+
+    def on_delete(self, obj: dict[str, object]) -> None:
+        self.cache.remove(obj)
+        self.on_change()
+
+
+@dataclass(slots=True)
+class CycleReport:
+    """What one cycle did (for logs, metrics and tests)."""
+
+    started: float
+    duration: float
+    action_seconds: dict[str, float]
+    result: CycleResult
+    effects: tuple[fx.Effect, ...]
+
+
+@dataclass
+class Scheduler:
+    client: KubeClient
+    writer: Writer
+    config: SchedulerConfig
+    scheduler_name: str = "kai-scheduler"
+    identity: str = "kai-scheduler"
+    clock: Callable[[], float] = time.time
+    cache: ClusterCache = field(init=False)
+    applier: EffectApplier = field(init=False)
+    grouper: PodGrouper = field(init=False)
+    informers: list[Informer] = field(default_factory=list, init=False)
+    cycles: int = field(default=0, init=False)
+    last_report: CycleReport | None = field(default=None, init=False)
+    on_cycle: list[Callable[[CycleReport], None]] = field(default_factory=list, init=False)
+    _changed: asyncio.Event = field(default_factory=asyncio.Event, init=False)
+
+    def __post_init__(self) -> None:
+        self.cache = ClusterCache(scheduler_name=self.scheduler_name)
+        self.applier = EffectApplier(
+            cache=self.cache, writer=self.writer, identity=self.identity, eviction_mode=self.config.eviction_mode
+        )
+        self.grouper = PodGrouper(
+            cache=self.cache, writer=self.writer, applier=self.applier, queue_label_key=self.config.queue_label_key
+        )
+
+    # ----------------------------------------------------------------- caches
+    def make_informers(self, on_restart: Callable[..., None] | None = None) -> list[Informer]:
+        self.informers = [
+            Informer(
+                self.client,
+                resource,
+                _CacheHandler(self.cache, resource, self._changed.set),
+                optional=resource in OWNER_RESOURCES,
+                on_restart=on_restart,
+            )
+            for resource in (*REQUIRED_RESOURCES, *OWNER_RESOURCES)
+        ]
+        return self.informers
+
+    @property
+    def synced(self) -> bool:
+        return bool(self.informers) and all(i.synced.is_set() for i in self.informers)
+
+    async def wait_synced(self) -> None:
+        await asyncio.gather(*(i.wait_synced() for i in self.informers))
+
+    # ----------------------------------------------------------------- the loop
+    async def run(self, *, is_leader: Callable[[], bool], stop: asyncio.Event) -> None:
+        """Cycle every schedule period while leading, until `stop` is set."""
+        await self.wait_synced()
+        period = self.config.schedule_period
+        while not stop.is_set():
+            started = self.clock()
+            if is_leader():
+                await self.cycle_once()
+            remaining = period - (self.clock() - started)
+            if remaining > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), timeout=remaining)
+
+    async def cycle_once(self) -> CycleReport:
+        """One scheduling cycle on a consistent snapshot; its writes are queued, not awaited."""
+        now = self.clock()
+        self.grouper.run(now=now)
+        built = cycle_snapshot(self.cache, now=now, config=self.config)
+        ours, _ = self.cache.pod_states()
+        view = self.cache.plan_snapshot(ours)
+        for problem in built.queue_problems:
+            log.warning("queue %s left out: %s", problem.queue, problem.message)
+        action_seconds: dict[str, float] = {}
+
+        def timed(name: str, run: Callable[[], None]) -> None:
+            began = time.perf_counter()
+            run()
+            action_seconds[name] = action_seconds.get(name, 0.0) + time.perf_counter() - began
+
+        t0 = time.perf_counter()
+        result = await asyncio.to_thread(run_cycle, built.snapshot, self.config, run_action=timed)
+        duration = time.perf_counter() - t0
+        planned = fx.plan(result, view, now=now)
+        self.applier.apply(planned, now=now)
+        self.cycles += 1
+        report = CycleReport(
+            started=now, duration=duration, action_seconds=action_seconds, result=result, effects=planned
+        )
+        self.last_report = report
+        for callback in self.on_cycle:
+            callback(report)
+        return report

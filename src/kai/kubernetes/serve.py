@@ -1,0 +1,136 @@
+"""`kai run` as a process: connect, check the CRDs, sync the caches, elect a leader, schedule, serve
+health and metrics, and stop cleanly on SIGTERM.
+
+Only the replica holding the Lease writes anything; the others keep their caches warm and are
+ready (their `/readyz?verbose` says they wait for the lease), so a takeover starts scheduling at
+once. On SIGTERM the current cycle finishes or is abandoned, queued writes get a short grace to
+drain, the Lease is released and the process exits 0 within 10 s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from dataclasses import dataclass
+
+from kai.core.session import SchedulerConfig
+from kai.deploy.crds import INSTALL_HINT, REQUIRED_CRDS
+from kai.kubernetes import client as kc
+from kai.kubernetes import leader, observability
+from kai.kubernetes.runner import Scheduler
+from kai.kubernetes.writer import Writer
+
+log = logging.getLogger(__name__)
+
+SHUTDOWN_GRACE = 8.0  # seconds for queued writes after SIGTERM (the contract allows 10 in all)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RunOptions:
+    kubeconfig: str | None
+    context: str | None
+    config: SchedulerConfig
+    scheduler_name: str = "kai-scheduler"
+    leader_elect: bool = True
+    leader_election_namespace: str = "kai-scheduler"
+    leader_election_id: str = "kai-scheduler"
+    metrics_address: str = "127.0.0.1:8080"
+    health_address: str = "127.0.0.1:8081"
+    qps: float = 50.0
+    burst: int = 300
+
+
+class StartupError(Exception):
+    """The cluster cannot be scheduled as configured (exit 2), e.g. the KAI CRDs are missing."""
+
+
+async def missing_crds(client: kc.KubeClient) -> list[str]:
+    """The required CRDs the API server does not serve (read from API discovery)."""
+    missing: list[str] = []
+    for crd in REQUIRED_CRDS:
+        try:
+            found = await client.request("GET", f"/apis/{crd.group}/{crd.version}")
+        except kc.ApiError as err:
+            if err.code != 404:
+                raise
+            found = {}
+        if not any(r.get("name") == crd.plural for r in found.get("resources") or ()):
+            missing.append(crd.name)
+    return missing
+
+
+async def serve(options: RunOptions, *, stop: asyncio.Event | None = None) -> int:
+    """Run until SIGTERM/SIGINT (or `stop`); returns the exit status."""
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    client = kc.connect(
+        kubeconfig_path=options.kubeconfig,
+        context=options.context,
+        options=kc.ClientOptions(qps=options.qps, burst=options.burst),
+    )
+    async with client:
+        missing = await missing_crds(client)
+        if missing:
+            raise StartupError(
+                f"the cluster at {client.server} lacks the CRDs kai needs: {', '.join(missing)}; {INSTALL_HINT}"
+            )
+        identity = leader.default_identity()
+        metrics = observability.Metrics()
+        writer = Writer(client, observe=metrics.write_done)
+        scheduler = Scheduler(
+            client=client,
+            writer=writer,
+            config=options.config,
+            scheduler_name=options.scheduler_name,
+            identity=identity,
+        )
+        scheduler.on_cycle.append(lambda report: metrics.cycle_done(scheduler, report))
+        informers = scheduler.make_informers(on_restart=metrics.watch_restarted)
+        elector = (
+            leader.LeaderElector(
+                client,
+                leader.LeaseConfig(
+                    namespace=options.leader_election_namespace, name=options.leader_election_id, identity=identity
+                ),
+            )
+            if options.leader_elect
+            else None
+        )
+
+        def is_leader() -> bool:
+            return elector.is_leader if elector is not None else True
+
+        health = observability.HealthServer(
+            metrics=metrics,
+            health_address=options.health_address,
+            metrics_address=options.metrics_address,
+            synced=lambda: scheduler.synced,
+            leading=is_leader,
+            leader_elect=elector is not None,
+        )
+        await health.start()
+        tasks = [asyncio.create_task(i.run(), name=f"informer {i.resource.label}") for i in informers]
+        if elector is not None:
+            tasks.append(asyncio.create_task(elector.run(), name="leader election"))
+        loop_task = asyncio.create_task(scheduler.run(is_leader=is_leader, stop=stop), name="scheduling loop")
+        try:
+            await stop.wait()
+        finally:
+            loop_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+                await asyncio.wait_for(loop_task, timeout=2.0)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(scheduler.applier.drain(), timeout=SHUTDOWN_GRACE - 4.0)
+            if elector is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(elector.release(), timeout=2.0)  # the other replica takes over at once
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await health.stop()
+    return 0

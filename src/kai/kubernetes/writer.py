@@ -1,0 +1,182 @@
+"""Writes to the API server that never block the scheduling loop: bounded concurrency, retries with
+backoff, and one outcome per write that says what happened.
+
+Every operation waits for a free worker slot (at most `workers` writes in flight), goes through
+the client (which applies the QPS/burst rate limit), and retries what a retry may cure (no
+answer, 429, 5xx) with capped exponential backoff up to `attempts` tries. The outcome is data:
+`ok`, the final HTTP `code`, a `message`, and `already_done` when the server says the work was
+done before (a pod already bound, a pod already gone).
+
+The binding call treats the server's `Status` reply as success, and a 409 saying the pod is
+already assigned as done, never retried. An eviction refused by a PodDisruptionBudget (429 from the
+Eviction API) is reported as `refused`, not retried.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kai.kubernetes import client as kc
+from kai.kubernetes import resources
+from kai.kubernetes.backoff import Backoff
+from kai.kubernetes.resources import ApiResource
+
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Outcome:
+    ok: bool
+    code: int | None = None
+    message: str = ""
+    already_done: bool = False  # the server says it was done before (already bound, already gone)
+    refused: bool = False  # an eviction a PodDisruptionBudget does not allow now
+
+
+WriteObserver = Callable[[str, Outcome, float], None]  # (operation, outcome, seconds)
+
+
+class Writer:
+    """Sends writes with at most `workers` in flight, retrying transient failures."""
+
+    def __init__(
+        self,
+        client: kc.KubeClient,
+        *,
+        workers: int = 32,
+        attempts: int = 5,
+        backoff: Backoff | None = None,
+        observe: WriteObserver | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.client = client
+        self.attempts = attempts
+        self.backoff = backoff or Backoff(initial=0.2, maximum=5.0)
+        self.observe = observe
+        self._slots = asyncio.Semaphore(workers)
+        self._rng = rng or random.Random()
+
+    async def _send(
+        self,
+        operation: str,
+        request: Callable[[], Awaitable[dict[str, Any]]],
+        interpret: Callable[[kc.ApiError], Outcome | None] = lambda err: None,
+    ) -> Outcome:
+        """Run `request` with retries; `interpret` turns a final error into an outcome of its own."""
+        began = time.perf_counter()
+        outcome: Outcome
+        async with self._slots:
+            attempt = 0
+            while True:
+                attempt += 1
+                try:
+                    await request()
+                except (kc.ApiError, kc.ApiUnreachable) as err:
+                    special = interpret(err) if isinstance(err, kc.ApiError) else None
+                    if special is not None:
+                        outcome = special
+                        break
+                    if kc.is_transient(err) and attempt < self.attempts:
+                        await asyncio.sleep(self.backoff.delay(attempt, self._rng))
+                        continue
+                    code = err.code if isinstance(err, kc.ApiError) else None
+                    outcome = Outcome(ok=False, code=code, message=str(err))
+                    break
+                else:
+                    outcome = Outcome(ok=True, code=200)
+                    break
+        if self.observe is not None:
+            self.observe(operation, outcome, time.perf_counter() - began)
+        return outcome
+
+    # ----------------------------------------------------------------- pods
+    async def bind(
+        self, namespace: str, name: str, *, uid: str | None, node: str, annotations: Mapping[str, str] | None = None
+    ) -> Outcome:
+        """POST pods/binding (v1 Binding); `annotations` land on the pod with the binding."""
+        metadata: dict[str, Any] = {"name": name, "namespace": namespace}
+        if uid:
+            metadata["uid"] = uid
+        if annotations:
+            metadata["annotations"] = dict(annotations)
+        body = {"apiVersion": "v1", "kind": "Binding", "metadata": metadata, "target": {"kind": "Node", "name": node}}
+        path = resources.PODS.path(namespace=namespace, name=name, subresource="binding")
+
+        def interpret(err: kc.ApiError) -> Outcome | None:
+            if err.code == 409 and "already assigned" in err.message:
+                return Outcome(ok=True, code=409, message=err.message, already_done=True)
+            return None
+
+        return await self._send("bind", lambda: self.client.request("POST", path, body=body), interpret)
+
+    async def delete_pod(
+        self, namespace: str, name: str, *, uid: str | None = None, grace_seconds: float | None = None
+    ) -> Outcome:
+        """DELETE the pod (with its own grace period unless `grace_seconds` is given); gone is done."""
+        body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        if uid:
+            body["preconditions"] = {"uid": uid}
+        if grace_seconds is not None:
+            body["gracePeriodSeconds"] = int(grace_seconds)
+        path = resources.PODS.path(namespace=namespace, name=name)
+
+        def interpret(err: kc.ApiError) -> Outcome | None:
+            if err.code == 404:
+                return Outcome(ok=True, code=404, message=err.message, already_done=True)
+            return None
+
+        return await self._send("delete", lambda: self.client.request("DELETE", path, body=body), interpret)
+
+    async def evict(self, namespace: str, name: str, *, uid: str | None = None) -> Outcome:
+        """POST pods/eviction (policy/v1 Eviction); a PodDisruptionBudget's refusal is `refused`."""
+        metadata: dict[str, Any] = {"name": name, "namespace": namespace}
+        body: dict[str, Any] = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": metadata}
+        if uid:
+            body["deleteOptions"] = {"preconditions": {"uid": uid}}
+        path = resources.PODS.path(namespace=namespace, name=name, subresource="eviction")
+
+        def interpret(err: kc.ApiError) -> Outcome | None:
+            if err.code == 404:
+                return Outcome(ok=True, code=404, message=err.message, already_done=True)
+            if err.code == 429:
+                return Outcome(ok=False, code=429, message=err.message, refused=True)
+            return None
+
+        return await self._send("evict", lambda: self.client.request("POST", path, body=body), interpret)
+
+    # ----------------------------------------------------------------- any object
+    async def patch(
+        self,
+        resource: ApiResource,
+        namespace: str | None,
+        name: str,
+        body: Mapping[str, Any],
+        *,
+        subresource: str | None = None,
+        strategic: bool = False,
+    ) -> Outcome:
+        """A JSON merge patch (or a strategic merge patch, for built-in kinds) of an object or its subresource."""
+        path = resource.path(namespace=namespace, name=name, subresource=subresource)
+        content_type = STRATEGIC_MERGE_PATCH if strategic else kc.MERGE_PATCH
+        return await self._send(
+            f"patch {resource.label}{'/' + subresource if subresource else ''}",
+            lambda: self.client.request("PATCH", path, body=dict(body), content_type=content_type),
+        )
+
+    async def create(self, resource: ApiResource, namespace: str | None, body: Mapping[str, Any]) -> Outcome:
+        """POST a new object; an existing one (409) is reported as `already_done`."""
+        path = resource.path(namespace=namespace)
+
+        def interpret(err: kc.ApiError) -> Outcome | None:
+            if err.code == 409:
+                return Outcome(ok=True, code=409, message=err.message, already_done=True)
+            return None
+
+        return await self._send(
+            f"create {resource.label}", lambda: self.client.request("POST", path, body=dict(body)), interpret
+        )
