@@ -212,9 +212,13 @@ def test_delayed_job_says_until_when_and_preempts_after(tmp_path: pathlib.Path) 
     early = _sim(tmp_path, docs, "--cycles", "5", "--actions", "allocate,reclaim,preempt,consolidation")
     [condition] = _groups(early)["build"]["conditions"]
     assert condition["reason"] == "PreemptionDelayNotElapsed"
-    assert condition["message"] == (
-        "Workload is within its preemption delay window (10s) and may not trigger evictions before 2026-01-01T00:00:10Z"
-    )
+    assert {
+        "reason": "PreemptionDelayNotElapsed",
+        "message": (
+            "Workload is within its preemption delay window (10s) and may not trigger evictions before "
+            "2026-01-01T00:00:10Z"
+        ),
+    } in condition["reasons"]
     # one condition event per cycle, however many evicting actions skipped the job
     events = [e for e in early["events"] if e["reason"] == "PreemptionDelayNotElapsed"]
     assert len({e["time"] for e in events}) == len(events)

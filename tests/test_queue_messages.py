@@ -60,7 +60,7 @@ def test_unknown_queue_names_the_fix(tmp_path: pathlib.Path) -> None:
     assert condition["reason"] == "QueueDoesNotExist"
     assert condition["message"] == (
         'queue "team-x" does not exist; create it or set the kai.scheduler/queue label to one of: '
-        "default-queue, team-a"
+        "default-queue, team-a; to run it: set the kai.scheduler/queue label of lost to team-a"
     )
 
 

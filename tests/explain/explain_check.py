@@ -18,7 +18,8 @@ A case is a directory with `manifests.yaml` and `expect.yaml`:
 
 Only the keys listed are checked. Every suggestion is then applied as its merge patches say to the
 documents of `manifests.yaml`, and `kai sim` runs the patched input with the same flags: the
-PodGroup must then run.
+PodGroup must then run. A waiting PodGroup's condition, its pods' messages and its last event in
+`kai sim -o json` must say what `kai explain` says.
 """
 
 from __future__ import annotations
@@ -108,3 +109,14 @@ def runs_after(
     )
     assert group is not None, f"PodGroup {doc['namespace']}/{doc['podGroup']} is gone after {suggestion['change']}"
     return bool(group["phase"] == "Running")
+
+
+def sim_words(case: pathlib.Path, doc: dict[str, Any], flags: list[str]) -> list[str]:
+    """What kai sim says of the PodGroup: its condition, its waiting pods' messages, its last Warning event."""
+    out = json.loads(kai(["sim", "-f", str(case / "manifests.yaml"), *flags, "-o", "json"]))
+    key = f"{doc['namespace']}/{doc['podGroup']}"
+    [group] = [g for g in out["podGroups"] if f"{g['namespace']}/{g['name']}" == key]
+    said = [c["message"] for c in group["conditions"]]
+    said += sorted({p["message"] for p in out["pods"] if p["podGroup"] == doc["podGroup"] and p["phase"] == "Pending"})
+    events = [e["message"] for e in out["events"] if e["object"] == f"PodGroup/{key}" and e["type"] == "Warning"]
+    return said + events[-1:]

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.explain.explain_check import diff, explain, runs_after
+from tests.explain.explain_check import diff, explain, runs_after, sim_words
 
 CASES = sorted(p for p in (pathlib.Path(__file__).parent / "cases").iterdir() if (p / "expect.yaml").exists())
 
@@ -37,6 +37,8 @@ def test_explain(case: pathlib.Path, want: dict[str, Any], flags: list[str], tmp
         assert runs_after(case, doc, suggestion, flags, tmp_path), f"{suggestion['change']} does not make it run"
     if "text" in want:
         assert explain(case, want["target"], flags, "text") == want["text"]
+    if doc["kind"] == "PodGroup" and doc["phase"] == "Pending":
+        assert set(sim_words(case, doc, flags)) == {doc["message"]}
 
 
 def test_same_input_same_output() -> None:

@@ -17,6 +17,7 @@ Effects, in the order they are planned:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -26,6 +27,7 @@ from kai.api.podgroup import LAST_EVICTION_ANNOTATION, LAST_START_ANNOTATION, ST
 from kai.cluster.pods import group_labels
 from kai.core.decisions import CycleResult, JobFigures, Kind, QueueFigures, Triple
 from kai.core.resources import MB
+from kai.explain import model
 
 UNSCHEDULABLE_ON_NODE_POOL = "UnschedulableOnNodePool"
 DEFAULT_NODE_POOL = "default"
@@ -78,6 +80,12 @@ class Condition:
     message: str
     transition_id: int
     last_transition: float
+    # every reason that holds, dominant first (`kai.explain`'s tokens); empty: only `reason`
+    reasons: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def explained(self) -> tuple[tuple[str, str], ...]:
+        return self.reasons or ((self.reason, self.message),)
 
     def as_status(self) -> dict[str, object]:
         return {
@@ -86,7 +94,7 @@ class Condition:
             "status": "True",
             "reason": self.reason,
             "message": self.message,
-            "reasons": [{"reason": self.reason, "message": self.message}],
+            "reasons": [{"reason": reason, "message": message} for reason, message in self.explained],
             "transitionID": str(self.transition_id),
             "lastTransitionTime": format_timestamp(self.last_transition),
         }
@@ -202,8 +210,19 @@ def podgroup_not_found_message(namespace: str, name: str) -> str:
     )
 
 
-def plan(result: CycleResult, view: PlanView, *, now: float) -> tuple[Effect, ...]:
-    """Every write the cycle's decisions call for, in a fixed order."""
+def plan(
+    result: CycleResult,
+    view: PlanView,
+    *,
+    now: float,
+    explanations: Mapping[str, model.Explanation] | None = None,
+) -> tuple[Effect, ...]:
+    """Every write the cycle's decisions call for, in a fixed order.
+
+    `explanations` (by PodGroup namespace/name, from `kai.cluster.explaining`) give a waiting group's
+    condition, pod messages and event the explanation's words: the dominant reason and the first
+    verified fix, with every reason that holds in the condition's `reasons`.
+    """
     effects: list[Effect] = []
     for placement in result.placements:
         if placement.kind is Kind.BIND:
@@ -258,7 +277,7 @@ def plan(result: CycleResult, view: PlanView, *, now: float) -> tuple[Effect, ..
     for mark in result.stale_marks:
         value = format_timestamp(mark.since) if mark.since is not None else None
         effects.append(AnnotatePodGroup(podgroup=mark.podgroup, key=STALE_TIMESTAMP_ANNOTATION, value=value))
-    effects.extend(_conditions(result, view, now=now))
+    effects.extend(_conditions(result, view, now=now, explanations=explanations or {}))
     for event in result.events:
         effects.append(RecordEvent(type=event.type, reason=event.reason, object=event.object, message=event.message))
     for key in sorted(result.jobs):
@@ -269,9 +288,37 @@ def plan(result: CycleResult, view: PlanView, *, now: float) -> tuple[Effect, ..
     return tuple(effects)
 
 
-def _conditions(result: CycleResult, view: PlanView, *, now: float) -> list[Effect]:
+def _decided(result: CycleResult, explanations: Mapping[str, model.Explanation]) -> dict[str, Condition]:
+    """The condition each PodGroup should have after the cycle (transition fields still to set).
+
+    The cycle's own reason stays the condition's `reason` (KAI's tokens); an explanation supplies the
+    message and the reasons, and a group the cycle left without a condition (a gang still missing
+    pods) gets its explanation's dominant reason.
+    """
+    out: dict[str, Condition] = {}
+    for c in result.conditions:
+        out[c.podgroup] = Condition(reason=c.reason, message=c.message, transition_id=0, last_transition=0.0)
+    for key, explanation in explanations.items():
+        dominant = explanation.reason
+        if dominant is None:
+            continue
+        reasons = tuple((r.token, r.message) for r in explanation.reasons)
+        cycle = out.get(key)
+        out[key] = Condition(
+            reason=cycle.reason if cycle is not None else dominant.token,
+            message=explanation.message,
+            transition_id=0,
+            last_transition=0.0,
+            reasons=reasons,
+        )
+    return out
+
+
+def _conditions(
+    result: CycleResult, view: PlanView, *, now: float, explanations: Mapping[str, model.Explanation]
+) -> list[Effect]:
     effects: list[Effect] = []
-    conditions = {c.podgroup: c for c in result.conditions}
+    conditions = _decided(result, explanations)
     waiting = view.waiting_pods()
     for key in sorted(result.jobs):
         current = view.podgroup_condition(key)
@@ -282,9 +329,7 @@ def _conditions(result: CycleResult, view: PlanView, *, now: float) -> list[Effe
             continue
         if current is None or (current.reason, current.message) != (decided.reason, decided.message):
             previous_id = current.transition_id if current is not None else -1
-            condition = Condition(
-                reason=decided.reason, message=decided.message, transition_id=previous_id + 1, last_transition=now
-            )
+            condition = dataclasses.replace(decided, transition_id=previous_id + 1, last_transition=now)
             effects.append(SetPodGroupCondition(podgroup=key, condition=condition))
             effects.append(
                 RecordEvent(type="Warning", reason=decided.reason, object=f"PodGroup/{key}", message=decided.message)

@@ -248,7 +248,7 @@ def _too_large(snap: Snapshot, job: Job, task: Task, asked: list[int]) -> model.
         return model.Reason(
             token=model.POD_TOO_LARGE,
             message=(
-                f"{_pod(job, task)} asks {task.gpu_memory_mib} MiB of GPU memory; the largest GPU has {largest_mib} MiB"
+                f"{_pod(job, task)} asks gpu-memory {task.gpu_memory_mib} MiB; the largest GPU has {largest_mib} MiB"
             ),
             evidence={
                 "pod": task.name,

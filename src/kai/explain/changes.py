@@ -5,9 +5,10 @@ person reads it, and how big it is (`size`: kind of change, then how much it cha
 smallest change is offered first). Turning a change into merge patches on the input objects is
 `kai.explain.patches`' job.
 
-Kinds of change, smallest first: workload settings that give up nothing (its queue, its priority
-class, a node selector), then shrinking the workload (its gang, its pods), then raising a queue's
-limit or quota (an administrator's change).
+Kinds of change, smallest first: fixing a workload setting that gives up nothing (its queue, a node
+selector), then shrinking the workload (its gang, its pods), then changing its priority class or
+preemptibility (it then competes differently with other work), then raising a queue's limit or
+quota (an administrator's change).
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from kai.explain import words
 
 WORKLOAD_SETTING = 0
 SHRINK = 1
-QUEUE_ADMIN = 2
+PRIORITY = 2
+QUEUE_ADMIN = 3
 
 
 def _replace_job(snapshot: Snapshot, job: Job) -> Snapshot:
@@ -70,7 +72,7 @@ class SetPriorityClass:
 
     @property
     def size(self) -> tuple[int, float]:
-        return (WORKLOAD_SETTING, 1.0)
+        return (PRIORITY, 0.0)
 
     def apply(self, snapshot: Snapshot) -> Snapshot:
         job = snapshot.jobs[self.job]
@@ -101,7 +103,7 @@ class SetPreemptible:
 
     @property
     def size(self) -> tuple[int, float]:
-        return (WORKLOAD_SETTING, 1.0)
+        return (PRIORITY, 0.0)
 
     def apply(self, snapshot: Snapshot) -> Snapshot:
         return _replace_job(snapshot, dataclasses.replace(snapshot.jobs[self.job], preemptible=True))
@@ -122,7 +124,7 @@ class DropNodeSelector:
 
     @property
     def size(self) -> tuple[int, float]:
-        return (WORKLOAD_SETTING, 2.0)
+        return (WORKLOAD_SETTING, 1.0)
 
     def apply(self, snapshot: Snapshot) -> Snapshot:
         constraints = list(snapshot.constraints)

@@ -20,8 +20,14 @@ def context(*, snapshot: Snapshot, config: SchedulerConfig, session: Session, fa
     return analysis.Context(snapshot=snapshot, config=config, session=session, facts=facts)
 
 
-def explain_job(ctx: analysis.Context, job: Job, *, budget: int, first_only: bool = False) -> model.Explanation:
-    """One PodGroup: why it waits (nothing if it runs), what would make it run, where it stands."""
+def explain_job(
+    ctx: analysis.Context, job: Job, *, budget: int, first_only: bool = False, with_position: bool = True
+) -> model.Explanation:
+    """One PodGroup: why it waits (nothing if it runs), what would make it run, where it stands.
+
+    `budget` caps the dry cycles spent verifying suggestions; `first_only` stops at the first verified
+    one (what a condition shows); `with_position` also works out its place in its queue.
+    """
     session = ctx.session
     state = analysis.phase(session, job)
     waits = session.has_pending(job) or state == model.PIPELINED or (not job.tasks and state == model.PENDING)
@@ -37,7 +43,7 @@ def explain_job(ctx: analysis.Context, job: Job, *, budget: int, first_only: boo
         phase=state,
         reasons=tuple(reasons),
         suggestions=found,
-        position=position.position(session, job),
+        position=position.position(session, job) if with_position else None,
     )
 
 

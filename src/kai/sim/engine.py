@@ -38,13 +38,14 @@ from kai.api.podgroup import (
 )
 from kai.api.priority import PriorityClass
 from kai.api.queue import Queue
-from kai.cluster import effects
+from kai.cluster import effects, explaining
 from kai.cluster import pods as cluster_pods
 from kai.cluster.state import cycle_snapshot
 from kai.core.decisions import CycleResult, Event, QueueFigures
 from kai.core.model import Snapshot, TaskStatus
 from kai.core.session import SchedulerConfig, Session
 from kai.core.snapshot_builder import BuiltSnapshot, PodState
+from kai.explain.model import Explanation
 from kai.scheduler.cycle import close_session, run_actions
 from kai.sim import binder, controllers, defaults, grouping, reconcile
 from kai.sim.state import SimPod, SimPodGroup
@@ -118,6 +119,7 @@ class Simulation:
         self.timeline: list[EventRecord] = []  # events plus creations and pipelining, in order
         self.queue_figures: dict[str, QueueFigures] = {}  # as the last cycle left them
         self.last_cycle: tuple[Snapshot, Session] | None = None  # its snapshot and session, for `kai explain`
+        self.explanations: dict[str, Explanation] = {}  # why the last cycle's waiting PodGroups wait
         self.warnings: list[str] = []
         self._uid_counter = itertools.count(1)
         self._pending: list[tuple[float, int, ApiObject, Mapping[str, Any]]] = []
@@ -466,13 +468,14 @@ class Simulation:
             self._event("Warning", "InvalidQueue", f"Queue/{problem.queue}", problem.message)
         session = run_actions(built.snapshot, self.config)
         self.last_cycle = (built.snapshot, session)
+        self.explanations = explaining.cycle_explanations(self, self.config, built.snapshot, session)
         return close_session(session)
 
     def _apply(self, result: CycleResult) -> bool:
         """Apply the planned effects to the store; returns whether any pod changed state."""
         self.queue_figures = result.queues
         changed = False
-        for effect in effects.plan(result, self, now=self.now):
+        for effect in effects.plan(result, self, now=self.now, explanations=self.explanations):
             changed = self._apply_effect(effect) or changed
         return changed
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from kai.api.fields import format_timestamp
 from kai.api.podgroup import workload_of
-from kai.cluster.explain_facts import facts
+from kai.cluster.explaining import facts
 from kai.core.model import TaskStatus
 from kai.explain import analysis, engine, model, queues, render
 from kai.sim import forecast

@@ -43,10 +43,19 @@ NO_FIGURES = QueueFigures(
 )  # a queue the last cycle did not see (its parent chain is broken)
 
 
-def _conditions(condition: Condition | None) -> list[dict[str, str]]:
+def _conditions(condition: Condition | None) -> list[dict[str, Any]]:
+    """KAI's `schedulingConditions` entry: the cycle's reason, the explanation's message, and under
+    `reasons` every reason that holds, dominant first (KAI's structured reasons)."""
     if condition is None:
         return []
-    return [{"type": UNSCHEDULABLE_ON_NODE_POOL, "reason": condition.reason, "message": condition.message}]
+    return [
+        {
+            "type": UNSCHEDULABLE_ON_NODE_POOL,
+            "reason": condition.reason,
+            "message": condition.message,
+            "reasons": [{"reason": reason, "message": message} for reason, message in condition.explained],
+        }
+    ]
 
 
 def _queue_vector(values: np.ndarray | tuple[float, float, float]) -> dict[str, float]:

@@ -1,9 +1,15 @@
-"""What the explanation engine needs to know about a cluster's objects beyond the snapshot.
+"""Explaining a cycle for every adapter: the engine's facts about a cluster, and the explanations
+that become the PodGroups' conditions, their pods' messages and their events.
 
-For every adapter alike: the workload behind each PodGroup (the pod grouper's top-owner annotation,
-or the PodGroup itself when a user wrote it), the top owner of each pod (the same owner chain the
-pod grouper walks), whether a workload's queue label is missing (the pod grouper's own hint), the
-priority classes, and a lookup of the objects as they were applied, for merge patches. Pure.
+The facts are what the engine needs beyond the snapshot: the workload behind each PodGroup (the pod
+grouper's top-owner annotation, or the PodGroup itself when a user wrote it), the top owner of each
+pod (the owner chain the pod grouper walks), whether a workload's queue label is missing (the pod
+grouper's own hint), the priority classes, and a lookup of the objects as they were applied (for
+merge patches). Pure.
+
+Every cycle, each waiting PodGroup gets its reasons; the first `SUGGESTED_JOBS` of them (in
+namespace/name order) also get their first verified suggestion, at most `CYCLE_DRY_RUNS` dry cycles
+each, so a cycle's cost stays bounded however many jobs wait. `kai explain` looks further.
 """
 
 from __future__ import annotations
@@ -14,12 +20,15 @@ from typing import Any
 from kai.api import podgroup as api_podgroup
 from kai.cluster.grouping import config_for
 from kai.cluster.state import ClusterState
-from kai.core.session import SchedulerConfig
-from kai.explain import model
+from kai.core.model import Snapshot
+from kai.core.session import SchedulerConfig, Session
+from kai.explain import analysis, engine, model
 from kai.podgrouper import model as grouper_model
 from kai.podgrouper import queues, top_owner
 
 DEFAULT_QUEUE = "default-queue"
+SUGGESTED_JOBS = 16  # waiting jobs per cycle whose condition names a verified fix
+CYCLE_DRY_RUNS = 3  # dry cycles per such job
 
 
 def _key(obj: Mapping[str, Any], namespace: str) -> model.ObjectKey:
@@ -89,3 +98,24 @@ def _owner(pg: api_podgroup.PodGroup) -> model.ObjectKey | None:
     return model.ObjectKey(
         api_version=api_version, kind=fields["kind"], namespace=pg.meta.namespace, name=fields["name"]
     )
+
+
+def cycle_explanations(
+    state: ClusterState, config: SchedulerConfig, snapshot: Snapshot, session: Session
+) -> dict[str, model.Explanation]:
+    """Explanations of the PodGroups that wait after a cycle (by namespace/name), for its conditions."""
+    waiting = [
+        job
+        for job in snapshot.jobs
+        if session.has_pending(job) or not job.tasks or analysis.phase(session, job) == model.PIPELINED
+    ]
+    if not waiting:
+        return {}
+    ctx = engine.context(snapshot=snapshot, config=config, session=session, facts=facts(state, config))
+    out = {}
+    for i, job in enumerate(waiting):
+        budget = CYCLE_DRY_RUNS if i < SUGGESTED_JOBS else 0
+        explanation = engine.explain_job(ctx, job, budget=budget, first_only=True, with_position=False)
+        if explanation.reasons and explanation.phase in (model.PENDING, model.PIPELINED):
+            out[job.key] = explanation
+    return out
