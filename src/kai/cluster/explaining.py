@@ -107,7 +107,7 @@ def cycle_explanations(
     waiting = [
         job
         for job in snapshot.jobs
-        if session.has_pending(job) or not job.tasks or analysis.phase(session, job) == model.PIPELINED
+        if session.has_pending(job) or analysis.phase(session, job) == model.PIPELINED
     ]
     if not waiting:
         return {}

@@ -174,7 +174,8 @@ def _gang_incomplete(job: Job, short: list[tuple[str, int, int]]) -> model.Reaso
     parts = []
     for podset, minimum, existing in short:
         where = "" if podset in ("", "default") else f" in subgroup {podset}"
-        parts.append(f"{minimum} pods{where} must start together, {existing} exist")
+        exist = f"{existing} exists" if existing == 1 else f"{existing} exist"
+        parts.append(f"{minimum} pod{'s' if minimum != 1 else ''}{where} must start together, {exist}")
     return model.Reason(
         token=model.GANG_INCOMPLETE,
         message=f"{job.display_name} cannot start: " + "; ".join(parts),

@@ -30,7 +30,7 @@ def explain_job(
     """
     session = ctx.session
     state = analysis.phase(session, job)
-    waits = session.has_pending(job) or state == model.PIPELINED or (not job.tasks and state == model.PENDING)
+    waits = session.has_pending(job) or state == model.PIPELINED
     reasons = analysis.job_reasons(ctx, job) if waits else []
     found: tuple[model.Suggestion, ...] = ()
     if reasons and state == model.PENDING and budget > 0:

@@ -3,7 +3,8 @@
 Default columns: WORKLOAD (what the user submitted, `raycluster/ray-big`), QUEUE, MIN
 (minMember), RUNNING, PENDING and STATUS; below the tables, one line per waiting gang or pod says
 why it is not running. `-o wide` adds REASON, PRIORITY (the class and its value), PREEMPTIBLE and
-the PodGroup's NAME.
+the PodGroup's NAME. A waiting gang's line and REASON give the dominant reason `kai explain` finds,
+and the line its first verified fix (the condition's message).
 """
 
 from __future__ import annotations
@@ -17,8 +18,14 @@ from kai.cli.views.capture import ClusterView
 from kai.cli.views.workloads import workload_of, workloads
 
 
+def dominant(condition: dict[str, Any]) -> str:
+    """The condition's dominant reason (`kai explain`'s first reason), else its own reason."""
+    reasons = condition.get("reasons") or [condition]
+    return str(reasons[0]["reason"])
+
+
 def _reason(group: dict[str, Any]) -> str:
-    return ",".join(c["reason"] for c in group["conditions"]) or layout.NONE
+    return ",".join(dominant(c) for c in group["conditions"]) or layout.NONE
 
 
 def render(view: ClusterView, *, wide: bool) -> list[RenderableType]:
@@ -63,7 +70,7 @@ def waiting(view: ClusterView) -> list[tuple[str, str]]:
     explained: set[tuple[str, str]] = set()
     for g in doc["podGroups"]:
         for c in g["conditions"]:
-            lines.append((names[(g["namespace"], g["name"])], f"{c['reason']}: {c['message']}"))
+            lines.append((names[(g["namespace"], g["name"])], f"{dominant(c)}: {c['message']}"))
             explained.add((g["namespace"], g["name"]))
     for p in doc["pods"]:
         if p["phase"] == "Pipelined" and p["message"]:
