@@ -73,8 +73,8 @@ class MiniStore:
             if any(ref.get("uid") == uid for ref in obj["metadata"].get("ownerReferences", ()))
         ]
 
-    def settle(self, *, max_passes: int = 60) -> None:
-        """Reconcile every controlled object until a whole pass changes nothing."""
+    def settle(self, *, max_passes: int = 60, now: float | None = None) -> None:
+        """Reconcile every controlled object until a whole pass changes nothing (at virtual time `now`)."""
         for _ in range(max_passes):
             changed = False
             for uid in sorted(self.objects, key=lambda u: (str(self.objects[u]["kind"]), u)):
@@ -84,7 +84,7 @@ class MiniStore:
                 controller = controllers.controller_for(owner)
                 if controller is None:
                     continue
-                result = controller.reconcile(owner=owner, children=self.children(owner), names=self.names)
+                result = controller.reconcile(owner=owner, children=self.children(owner), names=self.names, now=now)
                 self.errors.extend(e for e in result.errors if e not in self.errors)
                 self.events.extend(result.events)
                 for ref in result.delete:

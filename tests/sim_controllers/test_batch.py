@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import re
+from datetime import datetime
 
 import pytest
 
+from kai.sim import controllers
 from kai.sim.controllers import names
 
 from .ministore import MiniStore, load, owner_of
@@ -168,22 +170,98 @@ def cronjob(**spec_changes: object) -> dict:
     }
 
 
-def test_cronjob_runs_once_at_creation() -> None:
+def at(clock: str) -> float:
+    """2026-01-01 at `clock` (HH:MM) as epoch seconds, the store's virtual time."""
+    return datetime.fromisoformat(f"2026-01-01T{clock}:00+00:00").timestamp()
+
+
+def finish(store: MiniStore, job: dict) -> None:
+    job["status"] = {"conditions": [{"type": "Complete", "status": "True"}]}
+
+
+def test_cronjob_runs_on_its_schedule() -> None:
+    """*/5 created at 00:10: nothing at 00:10 (a run needs a time after creation), a Job at 00:15, the
+    next at 00:20; the answer asks to be reconciled at the next scheduled time."""
     store = MiniStore()
     store.apply([cronjob()])
-    store.settle()
+    store.settle(now=at("00:10"))
+    assert store.of_kind("Job") == []
 
+    store.settle(now=at("00:15"))
     (job,) = store.of_kind("Job")
-    assert job["metadata"]["name"] == "nightly-29453770"  # minutes since the epoch of 2026-01-01T00:10Z
+    assert job["metadata"]["name"] == "nightly-29453775"  # minutes since the epoch of 2026-01-01T00:15Z
     assert job["metadata"]["labels"] == {"team": "a"}
-    assert job["metadata"]["annotations"] == {"batch.kubernetes.io/cronjob-scheduled-timestamp": "2026-01-01T00:10:00Z"}
+    assert job["metadata"]["annotations"] == {"batch.kubernetes.io/cronjob-scheduled-timestamp": "2026-01-01T00:15:00Z"}
     assert owner_of(job) == ("CronJob", "nightly", True)
     assert len(store.pods()) == 2
-    assert all(re.fullmatch(f"nightly-29453770-{SUFFIX}", name) for name in store.pod_names())
+    assert all(re.fullmatch(f"nightly-29453775-{SUFFIX}", name) for name in store.pod_names())
+    assert [e.reason for e in store.events if e.kind == "CronJob"] == ["SuccessfulCreate"]
 
-    store.delete(job["metadata"]["uid"])
-    store.settle()
-    assert store.of_kind("Job") == []  # no second run
+    store.settle(now=at("00:17"))
+    assert len(store.of_kind("Job")) == 1  # nothing due until 00:20
+    store.settle(now=at("00:20"))
+    assert [j["metadata"]["name"] for j in store.of_kind("Job")] == ["nightly-29453775", "nightly-29453780"]
+
+    (cron,) = store.of_kind("CronJob")
+    result = controllers.controller_for(cron).reconcile(
+        owner=cron, children=store.children(cron), names=store.names, now=at("00:20")
+    )
+    assert result.requeue_at == at("00:25")
+
+
+def test_cronjob_skips_missed_runs_and_keeps_its_history_limit() -> None:
+    store = MiniStore()
+    store.apply([cronjob(successfulJobsHistoryLimit=1)])
+    store.settle(now=at("00:42"))  # 00:15 .. 00:40 were due: only the most recent one runs
+    (job,) = store.of_kind("Job")
+    assert job["metadata"]["name"] == "nightly-29453800"  # 00:40
+    finish(store, job)
+    store.settle(now=at("00:45"))
+    finish(store, store.of_kind("Job")[-1])
+    store.settle(now=at("00:50"))
+    names = [j["metadata"]["name"] for j in store.of_kind("Job")]
+    assert names == ["nightly-29453805", "nightly-29453810"]  # 00:40 deleted: one finished Job is kept
+
+
+def test_cronjob_forbid_waits_for_the_active_job_and_replace_replaces_it() -> None:
+    store = MiniStore()
+    store.apply([cronjob(concurrencyPolicy="Forbid")])
+    store.settle(now=at("00:15"))
+    store.settle(now=at("00:20"))
+    assert [j["metadata"]["name"] for j in store.of_kind("Job")] == ["nightly-29453775"]
+    assert "JobAlreadyActive" in [e.reason for e in store.events]
+
+    store = MiniStore()
+    store.apply([cronjob(concurrencyPolicy="Replace")])
+    store.settle(now=at("00:15"))
+    store.settle(now=at("00:20"))
+    assert [j["metadata"]["name"] for j in store.of_kind("Job")] == ["nightly-29453780"]
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"schedule": "every five minutes"}, "spec.schedule"),
+        ({"schedule": "TZ=UTC */5 * * * *"}, "spec.schedule"),
+        ({"schedule": "*/5 * * * * *"}, "spec.schedule"),
+        ({"timeZone": "Mars/Olympus"}, "spec.timeZone"),
+        ({"concurrencyPolicy": "Sometimes"}, "spec.concurrencyPolicy"),
+    ],
+)
+def test_invalid_cronjob_names_the_field(change: dict, field: str) -> None:
+    store = MiniStore()
+    store.apply([cronjob(**change)])
+    store.settle(now=at("00:15"))
+    assert store.of_kind("Job") == []
+    assert [e.field for e in store.errors] == [field]
+
+
+def test_cronjob_macro_and_time_zone() -> None:
+    store = MiniStore()
+    store.apply([cronjob(schedule="@hourly", timeZone="Asia/Kolkata")])  # UTC+5:30: hours fall at :30 UTC
+    store.settle(now=at("00:31"))
+    (job,) = store.of_kind("Job")
+    assert job["metadata"]["annotations"]["batch.kubernetes.io/cronjob-scheduled-timestamp"] == "2026-01-01T00:30:00Z"
 
 
 def test_suspended_or_scheduleless_cronjob() -> None:

@@ -39,8 +39,8 @@ Simulation-only annotations:
                                     until evicted)
   An evicted pod is Terminating for its terminationGracePeriodSeconds
   (default 30s); controllers (Deployment, Job, RayCluster, ...) then
-  recreate their pods. A CronJob creates its Jobs on its schedule, in
-  virtual time.
+  recreate their pods. A CronJob creates a Job each time its schedule
+  fires on the virtual clock, so --until-idle runs it until --max-time.
 
 \b
 Tables (-o table or -o wide), chosen with --show:

@@ -15,7 +15,7 @@ import click
 
 from kai.api.errors import InputError
 from kai.api.fields import parse_duration, parse_timestamp
-from kai.api.manifest import SkippedObject
+from kai.api.manifest import SkippedObject, Workload
 from kai.api.podgroup import format_duration
 from kai.cluster.config import load_config, parse_actions
 from kai.core.session import SchedulerConfig
@@ -107,6 +107,13 @@ def simulate(
         for error in loaded.errors:
             click.echo(f"error: {error}", err=True)
         sys.exit(2)
+    crons = sorted(obj.meta.name for obj, _ in loaded.objects if isinstance(obj, Workload) and obj.kind == "CronJob")
+    if until_idle and crons:
+        click.echo(
+            f"note: CronJob {', '.join(crons)} runs on its schedule until --max-time ({max_time}); "
+            "a shorter --max-time ends the run sooner",
+            err=True,
+        )
     try:
         simulation = Simulation(loaded.objects, config=config, start_time=start)
         for warning in loaded.warnings:  # load-time warnings are events at the start, as an admission warning

@@ -117,6 +117,7 @@ class Simulation:
         self.configmaps: dict[tuple[str, str], ConfigMap] = {}
         self.totals = Totals()
         self.timeline: list[EventRecord] = []  # events plus creations and pipelining, in order
+        self.wakeups: dict[tuple[str, str, str], float] = {}  # controllers' requeue times (a CronJob's next run)
         self.queue_figures: dict[str, QueueFigures] = {}  # as the last cycle left them
         self.last_cycle: tuple[Snapshot, Session] | None = None  # its snapshot and session, for `kai explain`
         self.explanations: dict[str, Explanation] = {}  # why the last cycle's waiting PodGroups wait
@@ -378,6 +379,7 @@ class Simulation:
         grace = self.config.staleness_grace_period
         if grace >= 0:
             times.extend(g.stale_since + grace for g in self.podgroups.values() if g.stale_since is not None)
+        times.extend(t for key, t in self.wakeups.items() if key in self.workloads)
         return min(times) if times else None
 
     # ----------------------------------------------------------------- the cycle

@@ -52,7 +52,10 @@ def validate_workload(workload: Workload) -> None:
     if result.errors:
         error = result.errors[0]
         raise InputError(
-            source=workload.source, kind=workload.kind, name=workload.name, field=error.field,
+            source=workload.source,
+            kind=workload.kind,
+            name=workload.name,
+            field=error.field,
             problem=f"{error.message}. To fix: {error.hint}",
         )
     for child in result.create:
@@ -60,8 +63,11 @@ def validate_workload(workload: Workload) -> None:
             parse_document(Document(raw=child, source=workload.source or Source(file="-", index=0)))
         except InputError as exc:
             raise InputError(
-                source=workload.source, kind=workload.kind, name=workload.name,
-                field=f"pod template ({exc.field})", problem=exc.problem,
+                source=workload.source,
+                kind=workload.kind,
+                name=workload.name,
+                field=f"pod template ({exc.field})",
+                problem=exc.problem,
             ) from None
 
 
@@ -141,7 +147,13 @@ def reconcile_all(sim: Simulation, names: controllers.NameSource) -> bool:
             controller = controllers.controller_for(workload.raw)
             if controller is None:
                 continue
-            result = controller.reconcile(owner=workload.raw, children=index.get(workload.meta.uid, ()), names=names)
+            result = controller.reconcile(
+                owner=workload.raw, children=index.get(workload.meta.uid, ()), names=names, now=sim.now
+            )
+            if result.requeue_at is None:
+                sim.wakeups.pop(wkey, None)
+            else:
+                sim.wakeups[wkey] = result.requeue_at
             for event in result.events:
                 sim.record_event(event.type, event.reason, event.object_key, event.message)
             for error in result.errors:

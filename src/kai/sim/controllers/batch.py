@@ -17,17 +17,29 @@ Job:
 * Failure counting needs memory of the pods seen; it lives in the Job's status under the
   sim-only key `sim.kai.scheduler/tracking` (the real controller uses pod finalizers).
 
-CronJob: the simulator has no cron clock. A CronJob runs once: when it has no Job and never
-scheduled one, it creates the Job `<cronjob>-<minutes since epoch of its creationTimestamp>` from
-`jobTemplate`, as if the schedule fired at creation. Later runs, history limits and
-concurrency policies are not emulated.
+CronJob (on the store's virtual clock, which it reads as `now`):
+* At each reconcile, the most recent time of `spec.schedule` (standard 5-field cron or @hourly,
+  @daily, @midnight, @weekly, @monthly, @yearly, @annually; in `spec.timeZone`, else UTC) that is
+  after `status.lastScheduleTime` (else after the creationTimestamp) and not after now is due.
+  Missed earlier times are skipped, as the real controller does; a due time older than
+  `startingDeadlineSeconds` is skipped too.
+* A due run creates the Job `<cronjob>-<minutes since the epoch of the scheduled time>` from
+  `jobTemplate` (annotated with `batch.kubernetes.io/cronjob-scheduled-timestamp`), unless
+  `concurrencyPolicy: Forbid` and a Job is still active (the run waits, lastScheduleTime is kept),
+  or after deleting the active Jobs with `Replace`. `suspend: true` starts nothing.
+* Finished Jobs beyond `successfulJobsHistoryLimit` (default 3) and `failedJobsHistoryLimit`
+  (default 1) are deleted, oldest first. The answer asks to be reconciled again at the next
+  scheduled time (`requeue_at`), so `kai sim --until-idle` runs a CronJob until `--max-time`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from cronsim import CronSim, CronSimError
 
 from kai.sim.controllers import model, objects
 
@@ -289,16 +301,87 @@ def _range_text(start: int, end: int | None) -> str:
     return str(start) if end is None or end == start else f"{start}-{end}"
 
 
+CRON_MACROS = {  # the descriptors Kubernetes accepts (robfig/cron's)
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+    "@monthly": "0 0 1 * *",
+    "@weekly": "0 0 * * 0",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@hourly": "0 * * * *",
+}
+CONCURRENCY_POLICIES = ("Allow", "Forbid", "Replace")
+
+
+def _cron(schedule: str) -> str:
+    """The schedule as 5 cron fields; InvalidSpec when it is not one Kubernetes would accept."""
+    expr = CRON_MACROS.get(schedule.strip(), schedule.strip())
+    hint = "use 5 cron fields such as '*/5 * * * *' or a macro such as @hourly"
+    if expr.startswith(("TZ=", "CRON_TZ=")):
+        raise objects.InvalidSpec("spec.schedule", "must not set a time zone (TZ=...)", "use spec.timeZone")
+    if len(expr.split()) != 5:
+        raise objects.InvalidSpec("spec.schedule", f"is not a cron schedule: {schedule!r}", hint)
+    try:
+        CronSim(expr, datetime(2000, 1, 1, tzinfo=UTC))
+    except CronSimError as exc:
+        raise objects.InvalidSpec("spec.schedule", f"is not a cron schedule: {schedule!r} ({exc})", hint) from None
+    return expr
+
+
+def _zone(spec: Mapping[str, Any]) -> tzinfo:
+    name = objects.opt_str(spec, "timeZone", path="spec")
+    if not name:
+        return UTC
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise objects.InvalidSpec(
+            "spec.timeZone", f"is not a known time zone: {name!r}", "use an IANA name such as Europe/Paris"
+        ) from None
+
+
+def _stamp(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _parse_stamp(text: object) -> datetime | None:
+    if not isinstance(text, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+
+
+def _job_order(job: model.Obj) -> tuple[str, str]:
+    """Oldest first: by scheduled time, then name."""
+    annotations = objects.meta(job).get("annotations") or {}
+    return (str(annotations.get(CRONJOB_SCHEDULED, "")), objects.name_of(job))
+
+
 class CronJobController(objects.GuardedController):
-    """batch/v1 CronJob: one run, at creation (see the module docstring)."""
+    """batch/v1 CronJob on the virtual clock (see the module docstring)."""
 
     kind = "CronJob"
+
+    def reconcile(
+        self, *, owner: model.Obj, children: Sequence[model.Obj], names: model.NameSource, now: float | None = None
+    ) -> model.Reconciliation:
+        return objects.guarded(owner, lambda: self._reconcile_at(owner, children, names, now))
 
     def _reconcile(
         self, owner: model.Obj, children: Sequence[model.Obj], names_: model.NameSource
     ) -> model.Reconciliation:
+        return self._reconcile_at(owner, children, names_, None)
+
+    def _reconcile_at(
+        self, owner: model.Obj, children: Sequence[model.Obj], names_: model.NameSource, now: float | None
+    ) -> model.Reconciliation:
         spec = objects.spec_of(owner)
-        objects.req_str(spec, "schedule", path="spec", hint="set a cron schedule such as '*/5 * * * *'")
+        schedule = objects.req_str(spec, "schedule", path="spec", hint="set a cron schedule such as '*/5 * * * *'")
+        expr = _cron(schedule)
+        zone = _zone(spec)
         job_template = objects.req_map(spec, "jobTemplate", path="spec")
         job_spec = objects.req_map(job_template, "spec", path="spec.jobTemplate")
         template = objects.required_template(job_spec, "template", path="spec.jobTemplate.spec")
@@ -313,35 +396,61 @@ class CronJobController(objects.GuardedController):
             field="spec.jobTemplate.metadata.annotations",
         )
         suspend = objects.opt_bool(spec, "suspend", path="spec")
+        policy = objects.opt_str(spec, "concurrencyPolicy", path="spec") or "Allow"
+        if policy not in CONCURRENCY_POLICIES:
+            raise objects.InvalidSpec(
+                "spec.concurrencyPolicy", f"must be Allow, Forbid or Replace, got {policy!r}", "use one of those"
+            )
+        keep_succeeded = objects.opt_int(spec, "successfulJobsHistoryLimit", path="spec", default=3)
+        keep_failed = objects.opt_int(spec, "failedJobsHistoryLimit", path="spec", default=1)
+        deadline = objects.opt_int(spec, "startingDeadlineSeconds", path="spec", default=-1, minimum=None)
 
         status = objects.status_of(owner)
-        jobs = objects.children_of_kind(children, "Job")
-        running = [
-            job
-            for job in jobs
-            if not (objects.condition_true(job, "Complete") or objects.condition_true(job, "Failed"))
-        ]
-        new_status: dict[str, Any] = {k: v for k, v in status.items() if k == "lastScheduleTime"}
+        jobs = sorted(objects.children_of_kind(children, "Job"), key=_job_order)
+        succeeded = [job for job in jobs if objects.condition_true(job, "Complete")]
+        failed = [job for job in jobs if objects.condition_true(job, "Failed")]
+        active = [job for job in jobs if job not in succeeded and job not in failed]
+        deletes = [objects.ref_to(job) for job in succeeded[: max(0, len(succeeded) - keep_succeeded)]]
+        deletes += [objects.ref_to(job) for job in failed[: max(0, len(failed) - keep_failed)]]
+        new_status: dict[str, Any] = {
+            k: v for k, v in status.items() if k in ("lastScheduleTime", "lastSuccessfulTime")
+        }
         creates: list[dict[str, Any]] = []
-        if not suspend and not jobs and "lastScheduleTime" not in status:
-            scheduled = _creation_time(owner).astimezone(UTC)
-            minutes = int(scheduled.timestamp()) // 60
-            stamp = scheduled.strftime("%Y-%m-%dT%H:%M:%SZ")
-            job = objects.new_object(
-                api_version="batch/v1",
-                kind="Job",
-                name=f"{objects.name_of(owner)}-{minutes}",
-                namespace=objects.namespace_of(owner),
-                uid=names_.uid(scope=objects.uid_of(owner)),
-                owner=owner,
-                labels=labels,
-                annotations={**annotations, CRONJOB_SCHEDULED: stamp},
-                spec=job_spec,
-            )
-            creates.append(job)
-            running.append(job)
-            new_status["lastScheduleTime"] = stamp
-        if running:
+        events: list[model.Event] = []
+        requeue_at = None
+        if now is not None and not suspend:
+            moment = datetime.fromtimestamp(now, UTC)
+            earliest = _parse_stamp(status.get("lastScheduleTime")) or _creation_time(owner).astimezone(UTC)
+            local_now = moment.astimezone(zone)
+            due = next(CronSim(expr, local_now + timedelta(microseconds=1), reverse=True), None)
+            requeue_at = next(CronSim(expr, local_now)).timestamp()
+            late = deadline >= 0 and due is not None and due.timestamp() < now - deadline
+            if due is not None and due.astimezone(UTC) > earliest and not late:
+                if policy == "Forbid" and active:
+                    reason = "Not starting job because prior execution is running and concurrency policy is Forbid"
+                    events.append(self._event(owner, "JobAlreadyActive", reason))
+                else:
+                    if policy == "Replace":
+                        deletes += [objects.ref_to(job) for job in active]
+                        active = []
+                    name = f"{objects.name_of(owner)}-{int(due.timestamp()) // 60}"
+                    if all(objects.name_of(job) != name for job in jobs):
+                        job = objects.new_object(
+                            api_version="batch/v1",
+                            kind="Job",
+                            name=name,
+                            namespace=objects.namespace_of(owner),
+                            uid=names_.uid(scope=objects.uid_of(owner)),
+                            owner=owner,
+                            labels=labels,
+                            annotations={**annotations, CRONJOB_SCHEDULED: _stamp(due)},
+                            spec=job_spec,
+                        )
+                        creates.append(job)
+                        active.append(job)
+                        events.append(self._event(owner, "SuccessfulCreate", f"Created job {name}"))
+                    new_status["lastScheduleTime"] = _stamp(due)
+        if active:
             new_status["active"] = [
                 {
                     "apiVersion": "batch/v1",
@@ -350,9 +459,26 @@ class CronJobController(objects.GuardedController):
                     "namespace": objects.namespace_of(job),
                     "uid": objects.uid_of(job),
                 }
-                for job in running
+                for job in active
             ]
-        return model.Reconciliation(create=tuple(creates), status=objects.status_change(owner, new_status))
+        return model.Reconciliation(
+            create=tuple(creates),
+            delete=tuple(deletes),
+            status=objects.status_change(owner, new_status),
+            events=tuple(events),
+            requeue_at=requeue_at,
+        )
+
+    @staticmethod
+    def _event(owner: model.Obj, reason: str, message: str) -> model.Event:
+        return model.Event(
+            type="Normal",
+            reason=reason,
+            message=message,
+            kind="CronJob",
+            namespace=objects.namespace_of(owner),
+            name=objects.name_of(owner),
+        )
 
 
 def _creation_time(owner: model.Obj) -> datetime:

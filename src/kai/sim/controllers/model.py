@@ -4,7 +4,9 @@ A controller is a pure function of raw Kubernetes dicts: it sees one owner and t
 currently carry that owner's uid in their ownerReferences, and answers with a `Reconciliation`
 (objects to create, objects to delete, the owner's new status, events, spec errors). The store
 performs every effect; controllers never mutate their inputs, read a clock or draw randomness,
-except through the injected `NameSource`, which makes generated names deterministic.
+except through the injected `NameSource`, which makes generated names deterministic, and the
+store's virtual time `now`, which a time-driven controller (CronJob) reads and answers with the
+time it wants to be reconciled again (`requeue_at`, as controller-runtime's RequeueAfter).
 """
 
 from __future__ import annotations
@@ -96,6 +98,7 @@ class Reconciliation:
     status: Obj | None = None
     events: tuple[Event, ...] = ()
     errors: tuple[SpecError, ...] = ()
+    requeue_at: float | None = None  # virtual time (epoch seconds) at which to reconcile again
 
     @property
     def changed(self) -> bool:
@@ -111,8 +114,13 @@ class Controller(Protocol):
         """The Kubernetes kind this controller owns (for example `RayCluster`)."""
         ...
 
-    def reconcile(self, *, owner: Obj, children: Sequence[Obj], names: NameSource) -> Reconciliation:
+    def reconcile(
+        self, *, owner: Obj, children: Sequence[Obj], names: NameSource, now: float | None = None
+    ) -> Reconciliation:
         """Compare `owner`'s spec with its current `children` and say what to change.
+
+        `now` is the store's virtual time in epoch seconds (None: no time has passed yet, as when a
+        spec is only checked); only time-driven controllers read it.
 
         Pure, no side effects; the store performs the returned creates, deletes and status update.
         Never raises: an unusable spec comes back as `Reconciliation.errors`.

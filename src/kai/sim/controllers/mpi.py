@@ -29,7 +29,7 @@ class MPIJobController:
         self._v1 = kubeflow.TrainingJobController(kubeflow.MPI_V1)
 
     def reconcile(
-        self, *, owner: model.Obj, children: Sequence[model.Obj], names: model.NameSource
+        self, *, owner: model.Obj, children: Sequence[model.Obj], names: model.NameSource, now: float | None = None
     ) -> model.Reconciliation:
         if objects.api_version_of(owner).endswith("/v1"):
             return self._v1.reconcile(owner=owner, children=children, names=names)

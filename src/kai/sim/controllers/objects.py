@@ -427,7 +427,7 @@ class GuardedController(abc.ABC):
     kind: str
 
     def reconcile(
-        self, *, owner: model.Obj, children: Sequence[model.Obj], names: model.NameSource
+        self, *, owner: model.Obj, children: Sequence[model.Obj], names: model.NameSource, now: float | None = None
     ) -> model.Reconciliation:
         return guarded(owner, lambda: self._reconcile(owner, children, names))
 
