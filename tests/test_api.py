@@ -60,7 +60,7 @@ BAD = [
     (
         "queue-quota-quoted",
         QUEUE.format(quota='"4"'),
-        'Queue team-a: spec.resources.gpu.quota: must be a number, got "4" (a string: write the number without quotes)',
+        'Queue team-a: spec.resources.gpu.quota: must be a number, got "4" (a string: write it without quotes)',
     ),
     (
         "queue-without-resources",

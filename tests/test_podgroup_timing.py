@@ -65,7 +65,8 @@ BAD_SPECS = [
     ({"preemptionDelay": "30"}, 'PodGroup g: spec.preemptionDelay: must be a duration such as 90s'),
     ({"preemptionDelay": "soon"}, "PodGroup g: spec.preemptionDelay: must be a duration"),
     ({"stalenessGracePeriod": "1 minute"}, "PodGroup g: spec.stalenessGracePeriod: must be a duration"),
-    ({"safeToConsolidate": "maybe"}, 'PodGroup g: spec.safeToConsolidate: must be true or false, got "maybe"'),
+    # the CRD types it boolean, so the API server (and kai) refuses any string
+    ({"safeToConsolidate": "maybe"}, 'PodGroup g: spec.safeToConsolidate: must be a boolean, got "maybe"'),
 ]
 
 

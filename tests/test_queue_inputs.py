@@ -86,7 +86,7 @@ def test_any_finite_number_loads(tmp_path: pathlib.Path) -> None:
         "cpu": {"quota": -7, "limit": -1, "overQuotaWeight": 0},
         "memory": {"quota": 10, "limit": 5, "overQuotaWeight": 3},
     }
-    result = sim(tmp_path, [queue("top", UNLIMITED | {}), queue("odd", odd, "top")])
+    result = sim(tmp_path, [queue("top", {k: UNLIMITED for k in odd}), queue("odd", odd, "top")])
     assert result.exit_code == 0, result.output
     [odd_out] = [q for q in json.loads(result.stdout)["queues"] if q["name"] == "odd"]
     assert odd_out["quota"] == {"gpu": 1e9, "cpu": -7.0, "memory": 10.0}
@@ -97,7 +97,7 @@ def test_any_finite_number_loads(tmp_path: pathlib.Path) -> None:
 @pytest.mark.parametrize(
     ("value", "message"),
     [
-        ('"4"', 'must be a number, got "4" (a string: write the number without quotes)'),
+        ('"4"', 'must be a number, got "4" (a string: write it without quotes)'),
         (".nan", "must be a finite number, got nan"),
         ("-.inf", "must be a finite number, got -inf"),
         ("true", "must be a number, got True"),

@@ -55,7 +55,7 @@ def _queue_number(res: Reader, key: str) -> float:
     if value is None:
         return 0.0
     if isinstance(value, bool) or not isinstance(value, int | float):
-        hint = " (a string: write the number without quotes)" if isinstance(value, str) else ""
+        hint = " (a string: write it without quotes)" if isinstance(value, str) else ""
         raise res.error(key, f"must be a number, got {_show(value)}{hint}")
     number = float(value)
     if not math.isfinite(number):

@@ -99,7 +99,7 @@ def simulate(
             else f"{cycles or 1} cycle(s) of {format_duration(config.schedule_period)}"
         )
         raise click.BadParameter(f"{format_duration(late[0])} is after the end of the run ({reach})", param_hint="--at")
-    loaded = load_paths(paths)
+    loaded = load_paths(paths, extra_keys=frozenset({config.queue_label_key}))
     _report_skipped(loaded.skipped, verbose=verbose)
     for warning in loaded.warnings:
         click.echo(f"warning: {warning}", err=True)

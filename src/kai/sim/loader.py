@@ -14,9 +14,11 @@ import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from kai.api import kinds, strict
 from kai.api.errors import InputError, InputWarning, Source
-from kai.api.manifest import ApiObject, SkippedObject, parse_document, split_documents
+from kai.api.manifest import ApiObject, Document, SkippedObject, parse_document, split_documents
 from kai.api.queue import Queue, parent_cycles, queue_warnings
+from kai.deploy import crds
 
 URL_TIMEOUT_SECONDS = 30.0
 URL_MAX_BYTES = 256 * 1024 * 1024
@@ -104,7 +106,40 @@ def _queue_cycle_errors(queues: Sequence[tuple[Queue, Source]]) -> list[InputErr
     return errors
 
 
-def load_paths(paths: Sequence[str]) -> Loaded:
+class Schemas:
+    """The schema of every kind kai reads and knows the schema of, built on first use of each kind."""
+
+    def __init__(self) -> None:
+        self._crds: dict[tuple[str, str], strict.Shape] | None = None
+        self._builtin: dict[tuple[str, str], strict.Shape] = {}
+
+    def shape(self, group: str, kind: str) -> strict.Shape | None:
+        model = strict.BUILTIN_MODELS.get((group, kind))
+        if model is not None:
+            if (group, kind) not in self._builtin:
+                self._builtin[(group, kind)] = strict.model_shape(model)
+            return self._builtin[(group, kind)]
+        if self._crds is None:
+            shapes = strict.crd_shapes(crds.crd_manifests())
+            self._crds = {(g, k): shape for (g, _, k), shape in shapes.items()}
+        return self._crds.get((group, kind))
+
+    def check(self, doc: Document, extra_keys: frozenset[str]) -> strict.Findings:
+        """Strict field validation of one document of a kind kai reads (others are left to the parser)."""
+        api_version, kind = doc.raw.get("apiVersion"), doc.raw.get("kind")
+        if not isinstance(api_version, str) or not isinstance(kind, str):
+            return strict.Findings(errors=[], warnings=[])
+        if kinds.classify(api_version, kind).action != "read":
+            return strict.Findings(errors=[], warnings=[])
+        shape = self.shape(kinds.group_of(api_version), kind)
+        return strict.check_document(doc.raw, source=doc.source, shape=shape, extra_keys=extra_keys)
+
+
+def load_paths(paths: Sequence[str], *, extra_keys: frozenset[str] = frozenset()) -> Loaded:
+    """Every object of every path, or every problem with them; `extra_keys` are label keys kai reads
+    beyond its own (the configured queue label key)."""
+    schemas = Schemas()
+    warnings: list[InputWarning] = []
     objects: list[tuple[ApiObject, dict[str, object]]] = []
     skipped: list[SkippedObject] = []
     errors: list[InputError] = []
@@ -123,6 +158,11 @@ def load_paths(paths: Sequence[str]) -> Loaded:
                 continue
             documents += len(docs)
             for doc in docs:
+                findings = schemas.check(doc, extra_keys)
+                warnings.extend(findings.warnings)
+                if findings.errors:
+                    errors.extend(findings.errors)
+                    continue
                 try:
                     obj = parse_document(doc)
                 except InputError as exc:
@@ -138,7 +178,7 @@ def load_paths(paths: Sequence[str]) -> Loaded:
         where = ", ".join(paths)
         errors.append(_file_error(where, "holds no objects: there is nothing to apply"))
     errors.extend(_queue_cycle_errors(queues))
-    warnings = [
+    warnings += [
         InputWarning(source=where, kind="Queue", name=q.name, field=path, reason=reason, problem=message)
         for q, where in queues
         for path, reason, message in queue_warnings(q)
