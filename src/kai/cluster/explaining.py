@@ -7,14 +7,16 @@ pod (the owner chain the pod grouper walks), whether a workload's queue label is
 grouper's own hint), the priority classes, and a lookup of the objects as they were applied (for
 merge patches). Pure.
 
-Every cycle, each waiting PodGroup gets its reasons; the first `SUGGESTED_JOBS` of them (in
-namespace/name order) also get their first verified suggestion, at most `CYCLE_DRY_RUNS` dry cycles
-each, so a cycle's cost stays bounded however many jobs wait. `kai explain` looks further.
+Every cycle, the waiting PodGroups the cycle would try first (the session's job order) are
+explained, `engine.CYCLE_EXPLAINED` of them, with their first verified fix while the cycle's budget of
+dry cycles lasts (`engine.cycle_dry_runs`: fewer on bigger clusters, where a dry cycle costs more);
+the others keep the cycle's own words. A cycle's cost stays bounded however many jobs wait;
+`kai explain` looks at any job on demand.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kai.api import podgroup as api_podgroup
@@ -22,13 +24,11 @@ from kai.cluster.grouping import config_for
 from kai.cluster.state import ClusterState
 from kai.core.model import Snapshot
 from kai.core.session import SchedulerConfig, Session
-from kai.explain import analysis, engine, model
+from kai.explain import engine, model
 from kai.podgrouper import model as grouper_model
 from kai.podgrouper import queues, top_owner
 
 DEFAULT_QUEUE = "default-queue"
-SUGGESTED_JOBS = 16  # waiting jobs per cycle whose condition names a verified fix
-CYCLE_DRY_RUNS = 3  # dry cycles per such job
 
 
 def _key(obj: Mapping[str, Any], namespace: str) -> model.ObjectKey:
@@ -41,24 +41,29 @@ def _key(obj: Mapping[str, Any], namespace: str) -> model.ObjectKey:
     )
 
 
-def facts(state: ClusterState, config: SchedulerConfig) -> model.Facts:
-    """The facts of the cluster state as it is now."""
+def facts(
+    state: ClusterState, config: SchedulerConfig, pods: Iterable[tuple[str, str | None]] | None = None
+) -> model.Facts:
+    """The facts of the cluster state as it is now, for the given pods: (namespace/name, PodGroup name or
+    None) pairs, by default every pod of ours."""
     grouper_config = config_for(config.queue_label_key, state.priority_class_objects())
+    if pods is None:
+        ours, _ = state.pod_states()
+        pods = [(p.pod.key, p.podgroup) for p in ours]
     pod_owners: dict[str, model.ObjectKey] = {}
     missing_label: dict[str, bool] = {}  # PodGroup namespace/name -> a pod says the label is missing
-    ours, _ = state.pod_states()
-    for pod_state in ours:
-        pod = pod_state.pod
-        raw = state.lookup(pod.namespace, "v1", "Pod", pod.name)
+    for key, podgroup in pods:
+        namespace, name = key.split("/", 1)
+        raw = state.lookup(namespace, "v1", "Pod", name)
         if raw is None:
             continue
         chain = top_owner.owner_chain(pod=raw, lookup=state.lookup)
         if isinstance(chain, grouper_model.GroupingError):
             continue
-        pod_owners[pod.key] = _key(chain.top_owner, pod.namespace)
-        if pod_state.podgroup is not None:
+        pod_owners[key] = _key(chain.top_owner, namespace)
+        if podgroup is not None:
             hint = queues.missing_label_hint(base=chain.top_owner, pod=raw, config=grouper_config)
-            group = f"{pod.namespace}/{pod_state.podgroup}"
+            group = f"{namespace}/{podgroup}"
             missing_label[group] = missing_label.get(group, False) or hint is not None
     workloads: dict[str, model.WorkloadFacts] = {}
     for pg in state.podgroup_objects():
@@ -88,6 +93,20 @@ def facts(state: ClusterState, config: SchedulerConfig) -> model.Facts:
     )
 
 
+def cycle_explanations(
+    state: ClusterState, config: SchedulerConfig, snapshot: Snapshot, session: Session
+) -> dict[str, model.Explanation]:
+    """Explanations of the PodGroups that wait after a cycle (by namespace/name), for its conditions."""
+    chosen = engine.cycle_jobs(session)
+    if not chosen:
+        return {}
+    pods = [(snapshot.tasks[t].key, job.name) for job in chosen for t in job.tasks]
+    ctx = engine.context(
+        snapshot=snapshot, config=config, session=session, facts=facts(state, config, pods), thorough=False
+    )
+    return engine.explain_cycle(ctx, chosen)
+
+
 def _owner(pg: api_podgroup.PodGroup) -> model.ObjectKey | None:
     """The top owner the pod grouper recorded on a PodGroup it made."""
     fields = api_podgroup.top_owner_fields(pg)
@@ -98,24 +117,3 @@ def _owner(pg: api_podgroup.PodGroup) -> model.ObjectKey | None:
     return model.ObjectKey(
         api_version=api_version, kind=fields["kind"], namespace=pg.meta.namespace, name=fields["name"]
     )
-
-
-def cycle_explanations(
-    state: ClusterState, config: SchedulerConfig, snapshot: Snapshot, session: Session
-) -> dict[str, model.Explanation]:
-    """Explanations of the PodGroups that wait after a cycle (by namespace/name), for its conditions."""
-    waiting = [
-        job
-        for job in snapshot.jobs
-        if session.has_pending(job) or analysis.phase(session, job) == model.PIPELINED
-    ]
-    if not waiting:
-        return {}
-    ctx = engine.context(snapshot=snapshot, config=config, session=session, facts=facts(state, config))
-    out = {}
-    for i, job in enumerate(waiting):
-        budget = CYCLE_DRY_RUNS if i < SUGGESTED_JOBS else 0
-        explanation = engine.explain_job(ctx, job, budget=budget, first_only=True, with_position=False)
-        if explanation.reasons and explanation.phase in (model.PENDING, model.PIPELINED):
-            out[job.key] = explanation
-    return out

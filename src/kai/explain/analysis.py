@@ -39,8 +39,11 @@ class Context:
     config: SchedulerConfig
     session: Session
     facts: model.Facts
+    # also ask whether the job fit when the cycle began (QueuedBehind as another reason): that opens a
+    # second session over the snapshot, which a cycle's own conditions do without
+    thorough: bool = True
     _before: Session | None = field(default=None)
-    _tasks: dict[str, int] | None = field(default=None)
+    _placed: list[str] | None = field(default=None)
 
     def before(self) -> Session:
         """A session over the same snapshot with no action run: the room free when the cycle began."""
@@ -48,11 +51,14 @@ class Context:
             self._before = open_session(self.snapshot, self.config)
         return self._before
 
-    def task_index(self, pod: str) -> int:
-        """The snapshot index of a pod (namespace/name), -1 if the snapshot does not hold it."""
-        if self._tasks is None:
-            self._tasks = {t.key: t.index for t in self.snapshot.tasks}
-        return self._tasks.get(pod, -1)
+    def placed_workloads(self) -> list[str]:
+        """The workloads the cycle placed pods of, by name."""
+        if self._placed is None:
+            tasks = {t.key: t for t in self.snapshot.tasks}
+            self._placed = sorted(
+                {self.snapshot.jobs[tasks[p.pod].job].display_name for p in self.session.placements if p.pod in tasks}
+            )
+        return self._placed
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -86,14 +92,29 @@ def phase(session: Session, job: Job) -> str:
 
 
 def fitting(session: Session, tasks: list[Task]) -> Fitting:
-    """Place each task on idle resources as the cycle would, skipping those that fit nowhere; undo all."""
+    """Place each task on idle resources as the cycle would, skipping those that fit nowhere; undo all.
+
+    Once a pod fits nowhere, the job's later pods of the same shape are not tried: nothing was placed
+    in between that could make room for them.
+    """
     stmt = Statement(session, action="explain")
     nodes: list[int | None] = []
+    stuck: set[tuple[object, ...]] = set()
     for task in tasks:
-        error = place_task(session, stmt, task, allow_pipeline=False)
+        shape = _shape(task)
+        if shape in stuck:
+            nodes.append(None)
+            continue
+        error = place_task(session, stmt, task, allow_pipeline=False, why=False)
+        if error is not None:
+            stuck.add(shape)
         nodes.append(None if error is not None else int(session.node[task.index]))
     stmt.discard()
     return Fitting(tasks=tuple(tasks), nodes=tuple(nodes))
+
+
+def _shape(task: Task) -> tuple[object, ...]:
+    return (task.request.tobytes(), task.gpu_portion, task.gpu_devices, task.gpu_memory_mib, task.constraint)
 
 
 def job_reasons(ctx: Context, job: Job) -> list[model.Reason]:
@@ -191,7 +212,7 @@ def _distinct_shapes(tasks: list[Task]) -> list[Task]:
     seen: set[tuple[object, ...]] = set()
     out = []
     for task in tasks:
-        key = (task.request.tobytes(), task.gpu_portion, task.gpu_memory_mib, task.constraint)
+        key = _shape(task)
         if key not in seen:
             seen.add(key)
             out.append(task)
@@ -321,9 +342,8 @@ def _capacity_and_room(ctx: Context, job: Job, *, room: bool) -> list[model.Reas
                 message=f"{job.display_name} fits on the free room now; it starts when its turn comes",
             )
         )
-    elif not fits_now and block is None and fitting(ctx.before(), tasks).placed == len(tasks):
-        placed = [ctx.task_index(p.pod) for p in session.placements]
-        taken = sorted({ctx.snapshot.jobs[ctx.snapshot.tasks[t].job].display_name for t in placed if t >= 0})
+    elif not fits_now and block is None and ctx.thorough and fitting(ctx.before(), tasks).placed == len(tasks):
+        taken = ctx.placed_workloads()
         found.append(
             model.Reason(
                 token=model.QUEUED_BEHIND,

@@ -14,19 +14,32 @@ from kai.core.session import SchedulerConfig, Session
 from kai.explain import analysis, model, position, suggest
 
 DRY_RUNS_PER_JOB = 6  # suggestion dry cycles per job in `kai explain`
+CYCLE_EXPLAINED = 16  # waiting jobs a cycle explains for its conditions
+CYCLE_DRY_RUNS_PER_JOB = 3  # dry cycles one of them may spend on its first fix
+CYCLE_DRY_RUN_PODS = 2_000  # a cycle's dry runs: about one cycle of this many pods (16 at most)
 
 
-def context(*, snapshot: Snapshot, config: SchedulerConfig, session: Session, facts: model.Facts) -> analysis.Context:
-    return analysis.Context(snapshot=snapshot, config=config, session=session, facts=facts)
+def context(
+    *, snapshot: Snapshot, config: SchedulerConfig, session: Session, facts: model.Facts, thorough: bool = True
+) -> analysis.Context:
+    """What the engine reads of one cycle; `thorough=False` for a cycle's own conditions (see `Context`)."""
+    return analysis.Context(snapshot=snapshot, config=config, session=session, facts=facts, thorough=thorough)
 
 
 def explain_job(
-    ctx: analysis.Context, job: Job, *, budget: int, first_only: bool = False, with_position: bool = True
+    ctx: analysis.Context,
+    job: Job,
+    *,
+    budget: int,
+    first_only: bool = False,
+    with_position: bool = True,
+    shared: suggest.DryRuns | None = None,
 ) -> model.Explanation:
     """One PodGroup: why it waits (nothing if it runs), what would make it run, where it stands.
 
-    `budget` caps the dry cycles spent verifying suggestions; `first_only` stops at the first verified
-    one (what a condition shows); `with_position` also works out its place in its queue.
+    `budget` caps the dry cycles spent verifying suggestions (and `shared`, a budget several jobs draw
+    on); `first_only` stops at the first verified one (what a condition shows); `with_position` also
+    works out its place in its queue.
     """
     session = ctx.session
     state = analysis.phase(session, job)
@@ -34,7 +47,7 @@ def explain_job(
     reasons = analysis.job_reasons(ctx, job) if waits else []
     found: tuple[model.Suggestion, ...] = ()
     if reasons and state == model.PENDING and budget > 0:
-        found = suggest.suggestions(ctx, job, reasons, budget=budget, first_only=first_only)
+        found = suggest.suggestions(ctx, job, reasons, budget=budget, first_only=first_only, shared=shared)
     return model.Explanation(
         namespace=job.namespace,
         name=job.name,
@@ -57,3 +70,32 @@ def explain(
     """Explanations by PodGroup namespace/name, for the given jobs (default: every job)."""
     chosen = ctx.snapshot.jobs if jobs is None else jobs
     return {job.key: explain_job(ctx, job, budget=budget, first_only=first_only) for job in chosen}
+
+
+def cycle_jobs(session: Session) -> list[Job]:
+    """The waiting jobs a cycle explains: those it would try first (the session's job order)."""
+    waiting = [
+        job
+        for job in session.snapshot.jobs
+        if session.has_pending(job) or analysis.phase(session, job) == model.PIPELINED
+    ]
+    waiting.sort(key=session.job_key)
+    return waiting[:CYCLE_EXPLAINED]
+
+
+def cycle_dry_runs(snapshot: Snapshot) -> int:
+    """How many dry cycles a cycle may spend on fixes: fewer as the cluster (and so a cycle) grows."""
+    return min(CYCLE_EXPLAINED, CYCLE_DRY_RUN_PODS // max(1, len(snapshot.tasks)))
+
+
+def explain_cycle(ctx: analysis.Context, jobs: Iterable[Job]) -> dict[str, model.Explanation]:
+    """What a cycle's conditions say of its waiting jobs: reasons, and a first fix while dry runs last."""
+    shared = suggest.DryRuns(cycle_dry_runs(ctx.snapshot))
+    out = {}
+    for job in jobs:
+        explanation = explain_job(
+            ctx, job, budget=CYCLE_DRY_RUNS_PER_JOB, first_only=True, with_position=False, shared=shared
+        )
+        if explanation.reasons and explanation.phase in (model.PENDING, model.PIPELINED):
+            out[job.key] = explanation
+    return out

@@ -29,10 +29,30 @@ MAX_QUEUE_CHOICES = 3
 MAX_LEVELS = 8
 
 
+class DryRuns:
+    """A number of dry cycles several jobs draw on (a cycle's budget for its conditions' fixes)."""
+
+    def __init__(self, limit: int) -> None:
+        self.left = limit
+
+    def take(self) -> bool:
+        if self.left <= 0:
+            return False
+        self.left -= 1
+        return True
+
+
 def suggestions(
-    ctx: analysis.Context, job: Job, reasons: list[model.Reason], *, budget: int, first_only: bool = False
+    ctx: analysis.Context,
+    job: Job,
+    reasons: list[model.Reason],
+    *,
+    budget: int,
+    first_only: bool = False,
+    shared: DryRuns | None = None,
 ) -> tuple[model.Suggestion, ...]:
-    """Verified suggestions for the job, smallest first (at most `budget` dry cycles are run)."""
+    """Verified suggestions for the job, smallest first (at most `budget` dry cycles, and only while
+    `shared` has some left)."""
     seen: set[str] = set()
     ranked: list[tuple[tuple[int, float], str, Candidate, tuple[model.Patch, ...]]] = []
     for candidate in _candidates(ctx, job, reasons):
@@ -52,6 +72,8 @@ def suggestions(
             break
         if candidate[0].family in families:
             continue  # a smaller change of the same kind already works
+        if shared is not None and not shared.take():
+            break
         budget -= 1
         if runs_with(ctx, job, candidate):
             families.add(candidate[0].family)

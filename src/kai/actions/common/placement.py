@@ -17,11 +17,16 @@ from kai.core.session import Session
 from kai.core.statement import Statement
 
 
-def place_task(session: Session, stmt: Statement, task: Task, *, allow_pipeline: bool = True) -> str | None:
-    """Place one task; returns None on success, else the fit-error summary."""
+def place_task(
+    session: Session, stmt: Statement, task: Task, *, allow_pipeline: bool = True, why: bool = True
+) -> str | None:
+    """Place one task; returns None on success, else the fit-error summary (a bare `0/N nodes` when
+    the caller does not want the per-node reasons: `why=False`)."""
     fit = fit_lib.find_fit(session, task)
     candidates = fit.later if allow_pipeline else fit.now
     if not candidates.any():
+        if not why:
+            return f"0/{session.snapshot.nodes.count} nodes"
         return fit_lib.fit_errors(session, task, fit)
     scores = np.zeros(session.snapshot.nodes.count)
     for score in session.node_scores:
