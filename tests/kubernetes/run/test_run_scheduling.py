@@ -347,3 +347,48 @@ async def test_a_cluster_without_the_crds_is_a_clear_error(
     assert status == 2, text
     assert "podgroups.scheduling.run.ai" in text and "queues.scheduling.run.ai" in text
     assert "kai install crds | kubectl apply -f -" in text
+
+
+async def test_reclaim_gives_a_starved_queue_its_fair_share(
+    kube: kc.KubeClient, namespace: str, objects: Objects, nodes: NodeFactory, run_kai: RunKai
+) -> None:
+    """Two teams with 4 GPUs of quota each share one 8-GPU node; team-a borrowed all of it."""
+    teams = await queues(objects, gpu_quota=4, names=("team-a", "team-b"))
+    await nodes(gpus=8)
+    for i in range(8):
+        await objects.create(
+            POD.substitute(name=f"a-{i}", queue=teams["team-a"], priority="train", gpus=1, annotations="")
+        )
+    async with run_kai():
+
+        async def a_running() -> bool:
+            found = await pods(kube, namespace)
+            return len(found) == 8 and all(node_of(p) for p in found.values())
+
+        await eventually(a_running)
+        for i in range(8):
+            await mark_running(kube, namespace, f"a-{i}")
+        for i in range(4):
+            await objects.create(
+                POD.substitute(name=f"b-{i}", queue=teams["team-b"], priority="train", gpus=1, annotations="")
+            )
+
+        async def reclaimed() -> list[str] | None:
+            found = await pods(kube, namespace)
+            going = [n for n, p in found.items() if n.startswith("a-") and p["metadata"].get("deletionTimestamp")]
+            return going if len(going) == 4 else None
+
+        victims = await eventually(reclaimed, timeout=30)
+        events = await items(kube, resources.EVENTS, namespace)
+        notes = [e["note"] for e in events if e.get("reason") == "Evicted"]
+        assert len(notes) == 4 and all("reclaim" in n for n in notes), notes
+        for name in victims:
+            await finish_deletion(kube, namespace, name)
+
+        async def b_bound() -> bool:
+            found = await pods(kube, namespace)
+            return all(node_of(p) for n, p in found.items() if n.startswith("b-"))
+
+        await eventually(b_bound, timeout=30)
+        remaining = [n for n in await pods(kube, namespace) if n.startswith("a-")]
+        assert len(remaining) == 4, "team-a keeps its quota"
