@@ -82,10 +82,17 @@ class Condition:
     last_transition: float
     # every reason that holds, dominant first (`kai.explain`'s tokens); empty: only `reason`
     reasons: tuple[tuple[str, str], ...] = ()
+    queue_details: Mapping[str, object] | None = None  # KAI's QuotaDetails of the blocking queue
 
     @property
     def explained(self) -> tuple[tuple[str, str], ...]:
         return self.reasons or ((self.reason, self.message),)
+
+    def _reason(self, reason: str, message: str) -> dict[str, object]:
+        entry: dict[str, object] = {"reason": reason, "message": message}
+        if reason == self.reason and self.queue_details is not None:
+            entry["details"] = {"queueDetails": dict(self.queue_details)}
+        return entry
 
     def as_status(self) -> dict[str, object]:
         return {
@@ -94,7 +101,7 @@ class Condition:
             "status": "True",
             "reason": self.reason,
             "message": self.message,
-            "reasons": [{"reason": reason, "message": message} for reason, message in self.explained],
+            "reasons": [self._reason(reason, message) for reason, message in self.explained],
             "transitionID": str(self.transition_id),
             "lastTransitionTime": format_timestamp(self.last_transition),
         }
@@ -170,13 +177,28 @@ def _quantity(value: float, unit: str) -> str:
 
 def resource_list(values: Triple) -> dict[str, str]:
     """Queue-space figures as a Kubernetes resource list in KAI's units: GPU devices (fractions
-    allowed), CPU millicores, memory megabytes."""
+    allowed), CPU millicores, memory megabytes; -1 (unlimited) stays -1."""
     gpu, cpu, memory = values
     return {
-        "cpu": _quantity(cpu, "m"),
-        "memory": _quantity(memory / MB, "M"),
+        "cpu": _quantity(cpu, "m") if cpu != -1 else "-1",
+        "memory": _quantity(memory / MB, "M") if memory != -1 else "-1",
         GPU_RESOURCE: _quantity(gpu, ""),
     }
+
+
+def queue_details(queue: str, figures: QueueFigures, job: JobFigures | None) -> dict[str, object]:
+    """KAI's QuotaDetails of a blocking queue, for the PodGroup's scheduling condition."""
+    details: dict[str, object] = {
+        "name": queue,
+        "queueRequestedResources": resource_list(figures.requested),
+        "queueDeservedResources": resource_list(figures.quota),
+        "queueAllocatedResources": resource_list(figures.allocated),
+        "queueAllocatedNonPreemptibleResources": resource_list(figures.allocated_non_preemptible),
+        "queueResourceLimits": resource_list(figures.limit),
+    }
+    if job is not None:
+        details["podGroupRequestedResources"] = resource_list(job.requested)
+    return details
 
 
 def queue_status(figures: QueueFigures, children: Sequence[str]) -> dict[str, object]:
@@ -297,7 +319,15 @@ def _decided(result: CycleResult, explanations: Mapping[str, model.Explanation])
     """
     out: dict[str, Condition] = {}
     for c in result.conditions:
-        out[c.podgroup] = Condition(reason=c.reason, message=c.message, transition_id=0, last_transition=0.0)
+        figures = result.queues.get(c.queue) if c.queue is not None else None
+        details = (
+            queue_details(c.queue, figures, result.jobs.get(c.podgroup))
+            if c.queue is not None and figures is not None
+            else None
+        )
+        out[c.podgroup] = Condition(
+            reason=c.reason, message=c.message, transition_id=0, last_transition=0.0, queue_details=details
+        )
     for key, explanation in explanations.items():
         dominant = explanation.reason
         if dominant is None:
@@ -310,6 +340,7 @@ def _decided(result: CycleResult, explanations: Mapping[str, model.Explanation])
             transition_id=0,
             last_transition=0.0,
             reasons=reasons,
+            queue_details=cycle.queue_details if cycle is not None else None,
         )
     return out
 

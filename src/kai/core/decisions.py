@@ -47,6 +47,7 @@ class JobCondition:
     podgroup: str
     reason: str  # OverLimit, NonPreemptibleOverQuota, QueueDoesNotExist, Unschedulable, ...
     message: str
+    queue: str | None = None  # the queue whose limit or quota blocks the group (capacity reasons)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -87,6 +88,8 @@ class QueueFigures:
     allocated: Triple
     allocated_non_preemptible: Triple
     requested: Triple
+    quota: Triple = (0.0, 0.0, 0.0)  # -1: unlimited
+    limit: Triple = (-1.0, -1.0, -1.0)  # -1: none
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -107,15 +107,16 @@ class Metrics:
         seen: set[str] = set()
         for name, figures in report.result.queues.items():
             seen.add(name)
-            queue = scheduler.cache.queues.get(name)
             for i, resource in enumerate(RESOURCES):
                 scale = 1.0 / MB if resource == "memory" else 1.0
-                self.fair_share.labels(queue=name, resource=resource).set(figures.fair_share[i] * scale)
-                self.allocated.labels(queue=name, resource=resource).set(figures.allocated[i] * scale)
-                self.requested.labels(queue=name, resource=resource).set(figures.requested[i] * scale)
-                if queue is not None:
-                    self.quota.labels(queue=name, resource=resource).set(queue.resources[resource].quota)
-                    self.limit.labels(queue=name, resource=resource).set(queue.resources[resource].limit)
+                for gauge, value in (
+                    (self.fair_share, figures.fair_share[i]),
+                    (self.allocated, figures.allocated[i]),
+                    (self.requested, figures.requested[i]),
+                    (self.quota, figures.quota[i]),
+                    (self.limit, figures.limit[i]),
+                ):
+                    gauge.labels(queue=name, resource=resource).set(value * scale if value != -1 else -1.0)
         for gone in self._queues - seen:
             for resource in RESOURCES:
                 for gauge in (self.fair_share, self.allocated, self.requested, self.quota, self.limit):

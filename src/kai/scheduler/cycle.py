@@ -103,6 +103,8 @@ def _figures(session: Session) -> tuple[dict[str, QueueFigures], dict[str, JobFi
             allocated=_triple(rolled[0, q.index]),
             allocated_non_preemptible=_triple(rolled[1, q.index]),
             requested=_triple(rolled[2, q.index]),
+            quota=_triple(q.deserved),
+            limit=_triple(q.limit),
         )
         for q in snapshot.queues
     }

@@ -392,3 +392,30 @@ async def test_reclaim_gives_a_starved_queue_its_fair_share(
         await eventually(b_bound, timeout=30)
         remaining = [n for n in await pods(kube, namespace) if n.startswith("a-")]
         assert len(remaining) == 4, "team-a keeps its quota"
+
+
+async def test_over_limit_is_reported_with_the_queue_numbers(
+    kube: kc.KubeClient, namespace: str, objects: Objects, nodes: NodeFactory, run_kai: RunKai
+) -> None:
+    q = (await queues(objects, gpu_quota=2, gpu_limit=2))["q"]
+    await nodes(gpus=8)
+    await objects.create(POD.substitute(name="wide", queue=q, priority="train", gpus=4, annotations=""))
+    async with run_kai():
+
+        async def blocked() -> dict[str, Any] | None:
+            pod = (await pods(kube, namespace))["wide"]
+            group_name = (pod["metadata"].get("annotations") or {}).get("pod-group-name")
+            if not group_name:
+                return None
+            group = await get(kube, resources.PODGROUPS, group_name, namespace)
+            conditions = (group.get("status") or {}).get("schedulingConditions") or []
+            return conditions[0] if conditions else None
+
+        condition = await eventually(blocked)
+        assert condition["reason"] == "OverLimit", condition
+        assert "details" in condition["reasons"][0], condition
+        details = condition["reasons"][0]["details"]["queueDetails"]
+        assert details["name"] == q
+        assert details["queueResourceLimits"]["nvidia.com/gpu"] == "2"
+        assert details["podGroupRequestedResources"]["nvidia.com/gpu"] == "4"
+        assert node_of((await pods(kube, namespace))["wide"]) is None

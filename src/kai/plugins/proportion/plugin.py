@@ -200,7 +200,12 @@ def check_capacity(session: Session, job: Job, request: Vector) -> JobCondition 
     block = capacity_block(session, job, request)
     if block is None:
         return None
-    return JobCondition(podgroup=job.key, reason=block.reason, message=block.message(session))
+    return JobCondition(
+        podgroup=job.key,
+        reason=block.reason,
+        message=block.message(session),
+        queue=session.snapshot.queues[block.queue].name,
+    )
 
 
 def compute_fair_share(session: Session) -> None:
