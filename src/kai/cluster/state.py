@@ -14,6 +14,7 @@ from kai.api.node import Node
 from kai.api.podgroup import PodGroup
 from kai.api.priority import PriorityClass
 from kai.api.queue import Queue
+from kai.cluster import gpu_sharing
 from kai.core.session import SchedulerConfig
 from kai.core.snapshot_builder import BuiltSnapshot, PodState, build_snapshot
 
@@ -43,13 +44,14 @@ class ClusterState(Protocol):
 
 
 def cycle_snapshot(state: ClusterState, *, now: float, config: SchedulerConfig) -> BuiltSnapshot:
-    """The snapshot one cycle works on, taken from the cluster state at `now`."""
+    """The snapshot one cycle works on, taken from the cluster state at `now` (a shared device and its
+    reservation pod count once: `kai.cluster.gpu_sharing.account_reservations`)."""
     ours, foreign = state.pod_states()
     return build_snapshot(
         now=now,
         nodes=list(state.node_objects()),
         pods=ours,
-        foreign_pods=foreign,
+        foreign_pods=gpu_sharing.account_reservations(ours, foreign),
         podgroups=list(state.podgroup_objects()),
         queues=list(state.queue_objects()),
         priority_classes=state.priority_class_objects(),

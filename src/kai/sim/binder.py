@@ -2,7 +2,8 @@
 
 For every bound pod it records the GPU indices the pod uses (whole GPUs for `nvidia.com/gpu`
 requests, one device per shared GPU group for fractions) and the environment a real GPU stack
-gives the container: `NVIDIA_VISIBLE_DEVICES`, `GPU_PORTION` and `RUNAI_NUM_OF_GPUS`. Indices are
+gives the container: `NVIDIA_VISIBLE_DEVICES`, `GPU_PORTION` and `RUNAI_NUM_OF_GPUS`
+(`kai.cluster.gpu_sharing.device_env`, as on a cluster, with indices for UUIDs). Indices are
 handed out lowest-free-first, so runs are reproducible. The labels and annotations KAI's binder
 writes are planned with every other write (`kai.cluster.effects.bind_metadata`).
 """
@@ -10,6 +11,8 @@ writes are planned with every other write (`kai.cluster.effects.bind_metadata`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from kai.cluster.gpu_sharing import device_env
 
 
 @dataclass(slots=True)
@@ -64,14 +67,7 @@ class DeviceLedger:
                 devices.holders[held] = f"group:{group}"
             if held is not None:
                 indices.append(held)
-        visible = ",".join(str(i) for i in indices)
-        if groups:
-            share = f"{portion:.2f}"
-            return Binding(
-                devices=tuple(indices),
-                env={"NVIDIA_VISIBLE_DEVICES": visible, "GPU_PORTION": share, "RUNAI_NUM_OF_GPUS": share},
-            )
-        env = {"NVIDIA_VISIBLE_DEVICES": visible} if indices else {}
+        env = device_env([str(i) for i in indices], portion if groups else None)
         return Binding(devices=tuple(indices), env=env)
 
     def release(self, *, node: str, pod: str, live_groups: set[str]) -> None:

@@ -1,0 +1,189 @@
+"""GPU sharing made real on a cluster: reservation pods, device settings, and their accounting.
+
+On a cluster a shared device must be held by something the kubelet and every other scheduler see.
+As KAI's binder does, kai keeps one **reservation pod** per shared device (GPU group): a pod in the
+reservation namespace, pinned to the node, requesting one whole `nvidia.com/gpu`, labelled
+`app=kai-resource-reservation` and `runai-gpu-group=<group>`; the device plugin gives it a real
+device, whose UUID the pod reports in its annotation `run.ai/reserve_for_gpu_index`. The sharers of
+the device get that UUID in `NVIDIA_VISIBLE_DEVICES`.
+
+This module holds the rules, pure (no I/O, no clock); the Kubernetes adapter performs the writes
+(`kai.kubernetes.reservations`), and the simulator, which emulates devices itself
+(`kai.sim.binder`), uses only `device_env`:
+
+* `plan_reservations`: which reservation pods to create (a group in use without one) and which to
+  delete (a group nobody uses any more, a duplicate, one on the wrong node); the same rule serves a
+  bind, the last sharer leaving, and the resync after a restart;
+* `account_reservations`: a reservation pod and the sharers of its device are one whole used GPU
+  of the node, never two: the sharers' group already counts the device, so the reservation pod is
+  counted without its GPU (its other requests still count);
+* `device_env`: the values a sharer's containers get (`NVIDIA_VISIBLE_DEVICES`, `GPU_PORTION`,
+  `RUNAI_NUM_OF_GPUS`), for device indices in the simulator and device UUIDs on a cluster.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from kai.api import pod as api_pod
+from kai.core.model import TaskStatus
+from kai.core.snapshot_builder import PodState
+
+RESERVATION_NAMESPACE = "kai-resource-reservation"
+RESERVATION_APP = "kai-resource-reservation"  # value of the `app` label, and the reservation pods' service account
+APP_LABEL = "app"
+DEVICE_UUID_ANNOTATION = "run.ai/reserve_for_gpu_index"
+CONFIGMAP_ANNOTATION = "runai/shared-gpu-configmap"
+CDI_DEVICE_PREFIX = "k8s.device-plugin.nvidia.com/gpu="
+VISIBLE_DEVICES = "NVIDIA_VISIBLE_DEVICES"
+GPU_PORTION = "GPU_PORTION"
+NUM_OF_GPUS = "RUNAI_NUM_OF_GPUS"
+DEVICE_ENV_KEYS = (VISIBLE_DEVICES, NUM_OF_GPUS, GPU_PORTION)
+
+# The task states in which a pod holds its shared devices (as the snapshot builder counts them).
+HOLDING = (TaskStatus.RUNNING, TaskStatus.ALLOCATED, TaskStatus.RELEASING)
+
+
+def format_portion(portion: float) -> str:
+    """A portion as KAI's binder writes it (`%.2f`)."""
+    return f"{portion:.2f}"
+
+
+def device_env(devices: Sequence[str], portion: float | None) -> dict[str, str]:
+    """What a bound pod's containers get: the visible devices, and for a shared pod its portion.
+
+    `portion` is None for a pod of whole GPUs; for a shared pod it is the portion of each device.
+    """
+    visible = ",".join(devices)
+    if portion is None:
+        return {VISIBLE_DEVICES: visible} if devices else {}
+    share = format_portion(portion)
+    return {VISIBLE_DEVICES: visible, GPU_PORTION: share, NUM_OF_GPUS: share}
+
+
+def visible_device_names(uuids: Sequence[str], *, cdi: bool) -> list[str]:
+    """Device UUIDs as `NVIDIA_VISIBLE_DEVICES` names them: plain, or as CDI device names."""
+    return [f"{CDI_DEVICE_PREFIX}{uuid}" if cdi else uuid for uuid in uuids]
+
+
+def reservation_group(labels: Mapping[str, str]) -> str | None:
+    """The GPU group a reservation pod holds, or None if the labels are not a reservation pod's."""
+    if labels.get(APP_LABEL) != RESERVATION_APP:
+        return None
+    return labels.get(api_pod.GPU_GROUP_LABEL) or None
+
+
+# ------------------------------------------------------------------------------------------ accounting
+def _held_groups(ours: Sequence[PodState]) -> set[tuple[str, str]]:
+    held: set[tuple[str, str]] = set()
+    for state in ours:
+        if state.node and state.status in HOLDING and state.pod.gpu_share is not None:
+            for group in state.gpu_groups:
+                held.add((state.node, group))
+    return held
+
+
+def account_reservations(ours: Sequence[PodState], foreign: Sequence[PodState]) -> Sequence[PodState]:
+    """The foreign pods as a cycle counts them: a reservation pod whose device is held by sharers of
+    ours on the same node is counted without its `nvidia.com/gpu` (the sharers' group counts the
+    device as one whole used GPU). A reservation pod nobody shares any more holds its device until it
+    is gone, and counts whole."""
+    if not any(reservation_group(s.pod.meta.labels) for s in foreign):
+        return foreign
+    held = _held_groups(ours)
+    out: list[PodState] = []
+    for state in foreign:
+        group = reservation_group(state.pod.meta.labels)
+        if group is not None and state.node and (state.node, group) in held:
+            requests = {k: v for k, v in state.pod.requests.items() if k != api_pod.GPU_RESOURCE}
+            state = dataclasses.replace(state, pod=dataclasses.replace(state.pod, requests=requests))
+        out.append(state)
+    return out
+
+
+# ------------------------------------------------------------------------------------------ reservations
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Reservation:
+    """A reservation pod as the cluster shows it (or as the adapter just created it)."""
+
+    pod: str  # namespace/name
+    node: str
+    group: str
+    uuid: str | None  # the device's UUID once the pod reported it
+    terminating: bool
+    created: float
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Reserve:
+    """Create a reservation pod for `group` on `node`."""
+
+    node: str
+    group: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Release:
+    """Delete the reservation pod `pod` (namespace/name); `why` is for logs and events."""
+
+    pod: str
+    node: str
+    group: str
+    why: str
+
+
+ReservationEffect = Reserve | Release
+
+
+def groups_in_use(ours: Sequence[PodState], binding: Sequence[tuple[str, Sequence[str]]] = ()) -> set[tuple[str, str]]:
+    """(node, group) of every shared device a pod of ours holds or is being bound to.
+
+    A pod holds its devices while it is bound (running or terminating: its containers may still use
+    the device) or while its binding is under way; `binding` adds the (node, groups) of this cycle's
+    binds.
+    """
+    used = _held_groups(ours)
+    for node, groups in binding:
+        used.update((node, group) for group in groups)
+    return used
+
+
+def plan_reservations(
+    *, in_use: set[tuple[str, str]], reservations: Sequence[Reservation]
+) -> tuple[ReservationEffect, ...]:
+    """The reservation pods to create and delete so that every shared device in use has exactly one.
+
+    Per group, in a fixed order:
+    1. a reservation pod on another node than the group's is deleted (the group lives on one node);
+    2. of several reservation pods for a group, one is kept: the one that reported its device UUID,
+       then the oldest, then the first by name; the others are deleted (no double reservation);
+    3. a reservation pod whose group no pod uses any more is deleted (the last sharer left, or the
+       pod was left behind by a restart);
+    4. a group in use without a live reservation pod gets one.
+    Terminating reservation pods are already on their way out: never deleted again, never kept.
+    """
+    effects: list[ReservationEffect] = []
+    by_group: dict[str, list[Reservation]] = {}
+    for reservation in reservations:
+        if not reservation.terminating:
+            by_group.setdefault(reservation.group, []).append(reservation)
+    nodes_of = {group: node for node, group in in_use}
+    for group in sorted(by_group):
+        live = by_group[group]
+        node = nodes_of.get(group)
+        if node is None:
+            for r in sorted(live, key=lambda r: r.pod):
+                effects.append(Release(pod=r.pod, node=r.node, group=group, why="no pod uses its device any more"))
+            continue
+        misplaced = [r for r in live if r.node != node]
+        for r in sorted(misplaced, key=lambda r: r.pod):
+            effects.append(Release(pod=r.pod, node=r.node, group=group, why=f"its group lives on node {node}"))
+        placed = sorted((r for r in live if r.node == node), key=lambda r: (r.uuid is None, r.created, r.pod))
+        for r in placed[1:]:
+            effects.append(Release(pod=r.pod, node=r.node, group=group, why=f"{placed[0].pod} already reserves it"))
+    for node, group in sorted(in_use):
+        if not any(r.node == node for r in by_group.get(group, ())):
+            effects.append(Reserve(node=node, group=group))
+    return tuple(effects)
