@@ -39,6 +39,13 @@ RUN_FLAGS = {
     "--health-probe-bind-address",
     "--kube-api-qps",
     "--kube-api-burst",
+    "--resource-reservation-namespace",
+    "--resource-reservation-service-account",
+    "--resource-reservation-image",
+    "--resource-reservation-timeout",
+    "--resource-reservation-runtime-class",
+    "--gpu-cdi",
+    "--no-gpu-cdi",
     "--log-format",
     "-v",
 }
@@ -93,7 +100,13 @@ def test_kai_yaml_installs_namespace_crds_and_every_chart_object(manifest: list[
     assert ("Service", "kai-scheduler-metrics") in kinds
     assert not any(kind == "ServiceMonitor" for kind, _ in kinds)  # behind metrics.serviceMonitor.enabled
     namespaced = [o for o in manifest if o["kind"] in ("ServiceAccount", "Role", "ConfigMap", "Deployment")]
-    assert {o["metadata"]["namespace"] for o in namespaced} == {"kai-scheduler"}
+    # kai's own objects in its namespace; the GPU reservation pods' account and rights in theirs
+    assert {o["metadata"]["namespace"] for o in namespaced} == {"kai-scheduler", "kai-resource-reservation"}
+    assert ("Namespace", "kai-resource-reservation") in kinds
+    assert {o["kind"] for o in namespaced if o["metadata"]["namespace"] == "kai-resource-reservation"} == {
+        "ServiceAccount",
+        "Role",
+    }
 
 
 def test_no_rbac_rule_uses_a_wildcard(manifest: list[dict[str, Any]]) -> None:
@@ -142,7 +155,7 @@ def test_deployment_runs_two_leader_elected_replicas_with_the_contracts_flags(ma
     assert container["securityContext"]["allowPrivilegeEscalation"] is False
     assert container["securityContext"]["readOnlyRootFilesystem"] is True
     assert pod["securityContext"]["runAsNonRoot"] is True
-    assert pod["serviceAccountName"] == one(manifest, "ServiceAccount")["metadata"]["name"] == "kai-scheduler"
+    assert pod["serviceAccountName"] == one(manifest, "ServiceAccount", "kai-scheduler")["metadata"]["name"]
     service = one(manifest, "Service")
     assert service["spec"]["selector"].items() <= deployment["spec"]["template"]["metadata"]["labels"].items()
     assert service["spec"]["ports"][0]["targetPort"] == "metrics"
@@ -162,8 +175,8 @@ def test_the_mounted_configuration_is_one_kai_accepts(manifest: list[dict[str, A
 
 
 def test_the_lease_role_names_the_lease_kai_run_holds(manifest: list[dict[str, Any]]) -> None:
-    role = one(manifest, "Role")
-    binding = one(manifest, "RoleBinding")
+    role = one(manifest, "Role", "kai-scheduler-leader-election")
+    binding = one(manifest, "RoleBinding", "kai-scheduler-leader-election")
     assert binding["roleRef"]["name"] == role["metadata"]["name"]
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "kai-scheduler", "namespace": "kai-scheduler"}]
     named = [r for r in role["rules"] if r.get("resourceNames")]
@@ -216,3 +229,25 @@ def test_dockerfile_runs_kai_run_as_the_user_the_chart_expects(manifest: list[di
     [user] = [line.split()[1] for line in lines if line.startswith("USER ")]
     pod = one(manifest, "Deployment")["spec"]["template"]["spec"]
     assert user == f"{pod['securityContext']['runAsUser']}:{pod['securityContext']['runAsGroup']}"
+
+
+def test_reservation_pods_get_the_namespace_account_and_image_the_chart_installs(
+    manifest: list[dict[str, Any]],
+) -> None:
+    [container] = one(manifest, "Deployment")["spec"]["template"]["spec"]["containers"]
+    flags = dict(arg.split("=", 1) for arg in container["args"] if arg.startswith("--") and "=" in arg)
+    namespace = flags["--resource-reservation-namespace"]
+    account = flags["--resource-reservation-service-account"]
+    assert one(manifest, "Namespace", namespace)
+    assert one(manifest, "ServiceAccount", account)["metadata"]["namespace"] == namespace
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    assert flags["--resource-reservation-image"] == f"kai-resource-reservation:{chart['appVersion']}"
+    assert float(flags["--resource-reservation-timeout"]) == 40
+    creators = [
+        b["subjects"]
+        for b in manifest
+        if b["kind"] == "RoleBinding"
+        and b["metadata"]["namespace"] == namespace
+        and any(r.get("verbs") == ["create"] for r in one(manifest, "Role", b["roleRef"]["name"])["rules"])
+    ]
+    assert creators == [[{"kind": "ServiceAccount", "name": "kai-scheduler", "namespace": "kai-scheduler"}]]

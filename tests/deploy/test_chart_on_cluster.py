@@ -24,6 +24,11 @@ NEEDED = [
     ("create", "", "pods", "binding", "team-a", ""),
     ("create", "", "pods", "eviction", "team-a", ""),
     ("patch", "", "pods", "status", "team-a", ""),
+    # GPU sharing: reservation pods in their namespace, a shared pod's device ConfigMap anywhere
+    ("create", "", "pods", "", "kai-resource-reservation", ""),
+    ("delete", "", "pods", "", "kai-resource-reservation", ""),
+    ("create", "", "configmaps", "", "team-a", ""),
+    ("patch", "", "configmaps", "", "team-a", ""),
     *[(verb, "scheduling.k8s.io", "priorityclasses", "", None, "") for verb in ("get", "list", "watch")],
     *[(verb, "scheduling.run.ai", "queues", "", None, "") for verb in ("get", "list", "watch")],
     ("patch", "scheduling.run.ai", "queues", "status", None, ""),
@@ -84,6 +89,19 @@ DENIED = [
     ("delete", "batch", "jobs", "", "team-a", ""),
     ("create", "rbac.authorization.k8s.io", "clusterroles", "", None, ""),
     ("create", "", "serviceaccounts", "token", NS, "kai-scheduler"),
+    ("get", "", "configmaps", "", "team-a", ""),
+    ("delete", "", "configmaps", "", "team-a", ""),
+]
+
+# The reservation pods' account: it reads and annotates its own pods, and nothing else.
+RESERVATION_SA = "system:serviceaccount:kai-resource-reservation:kai-resource-reservation"
+RESERVATION_NEEDED = [(verb, "", "pods", "", "kai-resource-reservation", "") for verb in ("get", "patch")]
+RESERVATION_DENIED = [
+    ("create", "", "pods", "", "kai-resource-reservation", ""),
+    ("delete", "", "pods", "", "kai-resource-reservation", ""),
+    ("patch", "", "pods", "", "team-a", ""),
+    ("list", "", "pods", "", None, ""),
+    ("get", "", "secrets", "", "kai-resource-reservation", ""),
 ]
 
 
@@ -153,7 +171,9 @@ def installed(kube: Kube, kai_scheduler_objects: dict[str, Any]) -> Kube:
     return kube
 
 
-def review(kube: Kube, verb: str, group: str, resource: str, sub: str, ns: str | None, name: str) -> bool:
+def review(
+    kube: Kube, verb: str, group: str, resource: str, sub: str, ns: str | None, name: str, *, user: str = SA
+) -> bool:
     attributes: dict[str, Any] = {"verb": verb, "group": group, "resource": resource}
     attributes.update({k: v for k, v in (("subresource", sub), ("namespace", ns), ("name", name)) if v})
     body = {
@@ -161,7 +181,7 @@ def review(kube: Kube, verb: str, group: str, resource: str, sub: str, ns: str |
         "kind": "SelfSubjectAccessReview",
         "spec": {"resourceAttributes": attributes},
     }
-    response = kube.as_user(SA).request("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", json=body)
+    response = kube.as_user(user).request("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", json=body)
     assert response.status_code == 201, response.text
     return bool(response.json()["status"]["allowed"])
 
@@ -206,6 +226,16 @@ def test_service_account_may_do_what_kai_run_does(installed: Kube, attrs: tuple[
 @pytest.mark.parametrize("attrs", DENIED, ids=lambda a: "-".join(x for x in a if x))
 def test_service_account_may_not_do_anything_else(installed: Kube, attrs: tuple[Any, ...]) -> None:
     assert not review(installed, *attrs), f"{SA} may {attrs}"
+
+
+@pytest.mark.parametrize("attrs", RESERVATION_NEEDED, ids=lambda a: "-".join(x for x in a if x))
+def test_reservation_pods_may_annotate_themselves(installed: Kube, attrs: tuple[Any, ...]) -> None:
+    assert review(installed, *attrs, user=RESERVATION_SA), f"{RESERVATION_SA} may not {attrs}"
+
+
+@pytest.mark.parametrize("attrs", RESERVATION_DENIED, ids=lambda a: "-".join(x for x in a if x))
+def test_reservation_pods_may_not_do_anything_else(installed: Kube, attrs: tuple[Any, ...]) -> None:
+    assert not review(installed, *attrs, user=RESERVATION_SA), f"{RESERVATION_SA} may {attrs}"
 
 
 def test_real_requests_as_the_service_account(installed: Kube) -> None:

@@ -17,8 +17,10 @@ import click
 
 from kai.api.errors import InputError
 from kai.cluster.config import load_config
+from kai.cluster.gpu_sharing import RESERVATION_APP, RESERVATION_NAMESPACE
 from kai.core.session import SchedulerConfig
 from kai.kubernetes.kubeconfig import KubeConfigError
+from kai.kubernetes.reservations import DEFAULT_IMAGE, ReservationSettings
 from kai.kubernetes.serve import RunOptions, StartupError, serve
 
 
@@ -118,6 +120,47 @@ def _configure_logging(fmt: str, verbosity: int) -> None:
     help="Requests allowed in a burst above the QPS.",
 )
 @click.option(
+    "--resource-reservation-namespace",
+    default=RESERVATION_NAMESPACE,
+    show_default=True,
+    metavar="NS",
+    help="Namespace of the reservation pods that hold shared GPUs (one per shared device).",
+)
+@click.option(
+    "--resource-reservation-image",
+    default=DEFAULT_IMAGE,
+    show_default=True,
+    metavar="IMAGE",
+    help="Image of the reservation pods (the Dockerfile's resource-reservation target).",
+)
+@click.option(
+    "--resource-reservation-service-account",
+    default=RESERVATION_APP,
+    show_default=True,
+    metavar="NAME",
+    help="Service account of the reservation pods (they annotate themselves with their device's UUID).",
+)
+@click.option(
+    "--resource-reservation-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=40.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="How long a fractional pod's bind waits for its reservation pod to report the device UUID.",
+)
+@click.option(
+    "--resource-reservation-runtime-class",
+    default=None,
+    metavar="NAME",
+    help="runtimeClassName of the reservation pods (e.g. nvidia). Default: none.",
+)
+@click.option(
+    "--gpu-cdi/--no-gpu-cdi",
+    default=False,
+    show_default=True,
+    help="Name devices in NVIDIA_VISIBLE_DEVICES as CDI devices (the device plugin uses CDI).",
+)
+@click.option(
     "--log-format",
     type=click.Choice(["text", "json"]),
     default="text",
@@ -145,10 +188,20 @@ def run(
     health_probe_bind_address: str,
     kube_api_qps: float,
     kube_api_burst: int,
+    resource_reservation_namespace: str,
+    resource_reservation_image: str,
+    resource_reservation_service_account: str,
+    resource_reservation_timeout: float,
+    resource_reservation_runtime_class: str | None,
+    gpu_cdi: bool,
     log_format: str,
     verbosity: int,
 ) -> None:
     """Schedule the pods of a real cluster, exactly as kai sim decides them.
+
+    Pods that share a GPU (gpu-fraction, gpu-memory) get their device as KAI's binder gives it: one
+    reservation pod per shared device holds the device for the kubelet and reports its UUID, which
+    the pod's containers get in NVIDIA_VISIBLE_DEVICES.
 
     \b
     Examples:
@@ -181,6 +234,14 @@ def run(
         health_address=health_probe_bind_address,
         qps=kube_api_qps,
         burst=kube_api_burst,
+        reservations=ReservationSettings(
+            namespace=resource_reservation_namespace,
+            image=resource_reservation_image,
+            service_account=resource_reservation_service_account,
+            timeout=resource_reservation_timeout,
+            runtime_class=resource_reservation_runtime_class or None,
+            cdi=gpu_cdi,
+        ),
     )
     try:
         status = asyncio.run(serve(options))

@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from kai.api import pod as api_pod
 from kai.core.model import TaskStatus
@@ -187,3 +188,56 @@ def plan_reservations(
         if not any(r.node == node for r in by_group.get(group, ())):
             effects.append(Reserve(node=node, group=group))
     return tuple(effects)
+
+
+# ------------------------------------------------------------------------------------------ device settings
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ContainerRef:
+    """The container that gets a shared pod's device settings: `index` in `containers`, or in
+    `initContainers` when `init` (KAI names its ConfigMap `<base>-<index>`, `<base>-i<index>` for init)."""
+
+    name: str
+    index: int
+    init: bool
+
+    @property
+    def suffix(self) -> str:
+        return f"i{self.index}" if self.init else str(self.index)
+
+
+def fraction_container(pod: Mapping[str, Any]) -> ContainerRef | None:
+    """The container named by `gpu-fraction-container-name` (init containers first, as KAI looks),
+    else the first container; None when the name matches no container."""
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    spec = pod.get("spec") or {}
+    wanted = annotations.get(api_pod.GPU_FRACTION_CONTAINER)
+    containers = [c for c in spec.get("containers") or () if isinstance(c, Mapping)]
+    if wanted is None:
+        return ContainerRef(name=str(containers[0].get("name", "")), index=0, init=False) if containers else None
+    for init, items in ((True, spec.get("initContainers") or ()), (False, containers)):
+        for index, container in enumerate(c for c in items if isinstance(c, Mapping)):
+            if container.get("name") == wanted:
+                return ContainerRef(name=str(wanted), index=index, init=init)
+    return None
+
+
+def capabilities_configmap(base: str, container: ContainerRef) -> str:
+    """The ConfigMap that carries a shared pod's device settings for `container`."""
+    return f"{base}-{container.suffix}"
+
+
+def referenced_configmaps(pod: Mapping[str, Any], base: str) -> list[str]:
+    """The ConfigMaps of the pod's GPU-sharing settings that its containers and volumes reference
+    (the capabilities one, and e.g. the `-evar` one that KAI's admission adds), sorted."""
+    spec = pod.get("spec") or {}
+    names: set[str] = set()
+    for key in ("containers", "initContainers"):
+        for container in spec.get(key) or ():
+            for env in container.get("env") or ():
+                ref = (env.get("valueFrom") or {}).get("configMapKeyRef") or {}
+                names.add(str(ref.get("name") or ""))
+            for source in container.get("envFrom") or ():
+                names.add(str((source.get("configMapRef") or {}).get("name") or ""))
+    for volume in spec.get("volumes") or ():
+        names.add(str((volume.get("configMap") or {}).get("name") or ""))
+    return sorted(n for n in names if n.startswith(f"{base}-"))

@@ -16,7 +16,7 @@ import asyncio
 import datetime
 import logging
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,6 +56,8 @@ class EffectApplier:
     writer: Writer
     identity: str
     eviction_mode: str = "delete"
+    # Runs before a gang's bindings (GPU sharing: `kai.kubernetes.shared_binds`); False: bind none of it.
+    prebind: Callable[[Sequence[fx.Bind]], Awaitable[bool]] | None = None
     counters: Counters = field(default_factory=Counters)
     _sent: dict[tuple[str, str, str], tuple[str, Any]] = field(default_factory=dict)
     _tasks: set[asyncio.Task[None]] = field(default_factory=set)
@@ -108,6 +110,11 @@ class EffectApplier:
             self._spawn(self._bind_gang(gang))
 
     async def _bind_gang(self, gang: list[fx.Bind]) -> None:
+        if self.prebind is not None and not await self.prebind(gang):
+            self.counters.bind_failures += len(gang)
+            for bind in gang:
+                self.cache.forget(_split(bind.pod))
+            return
         outcomes = await asyncio.gather(*(self._bind_one(bind) for bind in gang))
         failed = [b for b, o in zip(gang, outcomes, strict=True) if not o.ok]
         if not failed:

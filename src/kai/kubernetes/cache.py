@@ -16,7 +16,7 @@ yet seen come back through a watch, as kube-scheduler's "assumed" pods:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -135,6 +135,8 @@ class ClusterCache:
         self.assumed_members: dict[ObjectKey, tuple[str, str | None]] = {}  # pod -> (PodGroup, subgroup)
         self.version = 0  # bumped on every change, so callers can tell whether anything happened
         self._states: tuple[int, tuple[Sequence[PodState], Sequence[PodState]]] | None = None
+        # Called with (object, deleted) after the cache took in each change, for adapters' own indexes.
+        self.listeners: list[Callable[[Mapping[str, Any], bool], None]] = []
 
     # ----------------------------------------------------------------- events
     def apply(self, obj: Mapping[str, Any]) -> None:
@@ -151,6 +153,8 @@ class ClusterCache:
             self._drop(kind, group, key)
         else:
             self.problems.pop(problem_key, None)
+        for listener in self.listeners:
+            listener(obj, False)
 
     def remove(self, obj: Mapping[str, Any]) -> None:
         """An object was deleted."""
@@ -160,6 +164,8 @@ class ClusterCache:
         self.objects.pop((key[0], group, kind, key[1]), None)
         self.problems.pop((kind, key[0], key[1]), None)
         self._drop(kind, group, key)
+        for listener in self.listeners:
+            listener(obj, True)
 
     def _parse(self, kind: str, group: str, key: ObjectKey, obj: Mapping[str, Any]) -> None:
         source = _source(kind, key)

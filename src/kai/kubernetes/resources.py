@@ -75,6 +75,7 @@ class ApiResource:
 PODS = ApiResource.of(core_v1.Pod)
 NODES = ApiResource.of(core_v1.Node)
 NAMESPACES = ApiResource.of(core_v1.Namespace)
+CONFIG_MAPS = ApiResource.of(core_v1.ConfigMap)
 PRIORITY_CLASSES = ApiResource.of(k8s_scheduling_v1.PriorityClass)
 LEASES = ApiResource.of(coordination_v1.Lease)
 EVENTS = ApiResource.of(events_v1.Event)

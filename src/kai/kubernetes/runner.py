@@ -6,7 +6,10 @@ Each cycle, while this replica leads and every cache has synced:
    view of the same moment;
 3. the cycle runs, off the event loop so watches keep flowing (`kai.scheduler.cycle.run_cycle`);
 4. the effects are planned (`kai.cluster.effects.plan`) and handed to the applier, which records
-   them in the cache at once and sends them through the writer's workers.
+   them in the cache at once and sends them through the writer's workers;
+5. the reservation pods of shared GPUs are brought in step with the devices in use
+   (`kai.kubernetes.reservations`); a fractional pod's bind waits for its device's UUID
+   (`kai.kubernetes.shared_binds`).
 The decisions are the ones `kai sim` makes for the same objects: same snapshot builder, same
 cycle, same planner.
 """
@@ -30,7 +33,9 @@ from kai.kubernetes.cache import ClusterCache
 from kai.kubernetes.client import KubeClient
 from kai.kubernetes.grouper import PodGrouper
 from kai.kubernetes.informer import Informer
+from kai.kubernetes.reservations import DeviceReservations, ReservationSettings
 from kai.kubernetes.resources import ApiResource
+from kai.kubernetes.shared_binds import SharedGpuBinds
 from kai.kubernetes.writer import Writer
 from kai.scheduler.cycle import run_cycle
 
@@ -94,9 +99,11 @@ class Scheduler:
     scheduler_name: str = "kai-scheduler"
     identity: str = "kai-scheduler"
     clock: Callable[[], float] = time.time
+    reservation_settings: ReservationSettings = field(default_factory=ReservationSettings)
     cache: ClusterCache = field(init=False)
     applier: EffectApplier = field(init=False)
     grouper: PodGrouper = field(init=False)
+    reservations: DeviceReservations = field(init=False)
     informers: list[Informer] = field(default_factory=list, init=False)
     cycles: int = field(default=0, init=False)
     last_report: CycleReport | None = field(default=None, init=False)
@@ -111,6 +118,17 @@ class Scheduler:
         self.grouper = PodGrouper(
             cache=self.cache, writer=self.writer, applier=self.applier, queue_label_key=self.config.queue_label_key
         )
+        # GPU sharing: a reservation pod per shared device, awaited before a fractional pod's bind
+        self.reservations = DeviceReservations(
+            writer=self.writer, settings=self.reservation_settings, clock=self.clock, spawn=self.applier._spawn
+        )
+        self.cache.listeners.append(self.reservations.on_object)
+        self.applier.prebind = SharedGpuBinds(
+            cache=self.cache,
+            writer=self.writer,
+            reservations=self.reservations,
+            record=lambda events: self.applier.apply(events, now=self.clock()),
+        ).prepare
 
     # ----------------------------------------------------------------- caches
     def make_informers(self, on_restart: Callable[..., None] | None = None) -> list[Informer]:
@@ -168,6 +186,8 @@ class Scheduler:
         duration = time.perf_counter() - t0
         planned = fx.plan(result, view, now=now)
         self.applier.apply(planned, now=now)
+        binding = [(e.node, e.gpu_groups) for e in planned if isinstance(e, fx.Bind) and e.gpu_groups]
+        self.reservations.reconcile(ours, binding)
         self.cycles += 1
         report = CycleReport(
             started=now, duration=duration, action_seconds=action_seconds, result=result, effects=planned

@@ -13,12 +13,13 @@ import asyncio
 import contextlib
 import logging
 import signal
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kai.core.session import SchedulerConfig
 from kai.deploy.crds import INSTALL_HINT, REQUIRED_CRDS
 from kai.kubernetes import client as kc
 from kai.kubernetes import leader, observability
+from kai.kubernetes.reservations import ReservationSettings
 from kai.kubernetes.runner import Scheduler
 from kai.kubernetes.writer import Writer
 
@@ -40,6 +41,7 @@ class RunOptions:
     health_address: str = "127.0.0.1:8081"
     qps: float = 50.0
     burst: int = 300
+    reservations: ReservationSettings = field(default_factory=ReservationSettings)
 
 
 class StartupError(Exception):
@@ -88,6 +90,7 @@ async def serve(options: RunOptions, *, stop: asyncio.Event | None = None) -> in
             config=options.config,
             scheduler_name=options.scheduler_name,
             identity=identity,
+            reservation_settings=options.reservations,
         )
         scheduler.on_cycle.append(lambda report: metrics.cycle_done(scheduler, report))
         informers = scheduler.make_informers(on_restart=metrics.watch_restarted)

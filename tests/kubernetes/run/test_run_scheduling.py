@@ -62,20 +62,6 @@ spec:
       limits: {nvidia.com/gpu: "$gpus"}
 """)
 
-FRACTION_POD = Template("""
-apiVersion: v1
-kind: Pod
-metadata:
-  name: $name
-  labels: {kai.scheduler/queue: $queue}
-  annotations: {gpu-fraction: "$fraction"}
-spec:
-  schedulerName: kai-scheduler
-  containers:
-  - name: main
-    image: example.invalid/idle
-""")
-
 
 async def queues(
     objects: Objects, *, gpu_quota: float = -1, gpu_limit: float = -1, names: tuple[str, ...] = ("q",)
@@ -275,27 +261,6 @@ async def test_build_pod_preempts_train_pod_in_its_queue(
             return pod if node_of(pod) else None
 
         await eventually(build_bound)
-
-
-async def test_fractions_share_one_gpu(
-    kube: kc.KubeClient, namespace: str, objects: Objects, nodes: NodeFactory, run_kai: RunKai
-) -> None:
-    """Seed 003: two vLLM pods asking 0.7 and 0.2 of a GPU share one device."""
-    q = (await queues(objects))["q"]
-    await nodes(gpus=1, gpu_memory_mib=81920)
-    await objects.create(FRACTION_POD.substitute(name="vllm-a", queue=q, fraction="0.7"))
-    await objects.create(FRACTION_POD.substitute(name="vllm-b", queue=q, fraction="0.2"))
-    async with run_kai():
-
-        async def both_bound() -> dict[str, dict[str, Any]] | None:
-            found = await pods(kube, namespace)
-            return found if all(node_of(p) for p in found.values()) else None
-
-        found = await eventually(both_bound)
-        a, b = found["vllm-a"], found["vllm-b"]
-        assert node_of(a) == node_of(b)
-        assert a["metadata"]["labels"]["runai-gpu-group"] == b["metadata"]["labels"]["runai-gpu-group"]
-        assert a["metadata"]["annotations"]["received-resource-type"] == "Fraction"
 
 
 async def test_health_readiness_and_metrics(

@@ -1,0 +1,187 @@
+"""GPU sharing on a real API server: the seeds' vLLM pair (0.7 + 0.2 of one GPU) and KubeRay's half-GPU
+workers get one reservation pod for their shared device, its UUID, and lose it when they are gone.
+
+The test plays the device plugin and kubelet for the reservation pods (`gpu_sharing.FakeDevicePlugin`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from kai.kubernetes import client as kc
+from kai.kubernetes import resources
+from tests.kubernetes.objects import finish_deletion, mark_running
+from tests.kubernetes.run.conftest import NodeFactory, Objects, RunKai
+from tests.kubernetes.run.gpu_sharing import UUID_ANNOTATION, device_plugin
+from tests.kubernetes.run.support import eventually, items, unique
+from tests.kubernetes.run.test_run_scheduling import node_of, pods, queues
+
+GROUP = "runai-gpu-group"
+
+
+def vllm(name: str, queue: str, fraction: str) -> str:
+    """Seed 003's vLLM Deployment (image and probes aside)."""
+    return f"""
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {name}
+  labels: {{app: {name}}}
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {{app: {name}}}
+  template:
+    metadata:
+      labels: {{app: {name}, kai.scheduler/queue: {queue}}}
+      annotations: {{gpu-fraction: "{fraction}"}}
+    spec:
+      schedulerName: kai-scheduler
+      containers:
+      - name: vllm
+        image: vllm/vllm-openai:latest
+        command: ["/bin/sh", "-c"]
+        args: ["vllm serve Qwen/Qwen2.5-1.5B-Instruct --gpu-memory-utilization={fraction}"]
+        resources:
+          limits: {{cpu: "8", memory: 15G}}
+          requests: {{cpu: "6", memory: 6G}}
+"""
+
+
+@pytest.fixture
+async def reservation_namespace(kube: kc.KubeClient) -> AsyncIterator[str]:
+    """The namespace of this test's reservation pods (the chart creates `kai-resource-reservation`)."""
+    name = unique("reservations")
+    body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+    await kube.request("POST", resources.NAMESPACES.path(), body=body)
+    yield name
+    await kube.request("DELETE", resources.NAMESPACES.path(name=name))
+
+
+def sharing_flags(reservations: str) -> tuple[str, ...]:
+    return ("--resource-reservation-namespace", reservations, "--resource-reservation-timeout", "20")
+
+
+async def reservation_pods(kube: kc.KubeClient, namespace: str) -> list[dict[str, Any]]:
+    found = await items(kube, resources.PODS, namespace)
+    return [p for p in found if not p["metadata"].get("deletionTimestamp")]
+
+
+async def bound_pods(kube: kc.KubeClient, namespace: str, count: int) -> dict[str, dict[str, Any]] | None:
+    found = await pods(kube, namespace)
+    return found if len(found) == count and all(node_of(p) for p in found.values()) else None
+
+
+async def test_vllm_pair_shares_one_reserved_device_which_is_freed_when_both_are_gone(
+    kube: kc.KubeClient,
+    namespace: str,
+    objects: Objects,
+    nodes: NodeFactory,
+    run_kai: RunKai,
+    reservation_namespace: str,
+) -> None:
+    """Seed 003: vllm-test-07 (0.7) and vllm-test-02 (0.2) on one GPU node."""
+    q = (await queues(objects))["q"]
+    node = await nodes(gpus=1, gpu_memory_mib=81920)
+    await objects.create(vllm("vllm-test-07", q, "0.7"))
+    await objects.create(vllm("vllm-test-02", q, "0.2"))
+    async with device_plugin(kube, reservation_namespace), run_kai(*sharing_flags(reservation_namespace)):
+        found = await eventually(lambda: bound_pods(kube, namespace, 2), timeout=60)
+        a, b = sorted(found.values(), key=lambda p: p["metadata"]["name"])
+        assert node_of(a) == node_of(b) == node
+        group = a["metadata"]["labels"][GROUP]
+        assert b["metadata"]["labels"][GROUP] == group, "the pair shares one device"
+        [reservation] = await reservation_pods(kube, reservation_namespace)
+        assert reservation["spec"]["nodeName"] == node
+        assert reservation["metadata"]["labels"] == {"app": "kai-resource-reservation", GROUP: group}
+        [container] = reservation["spec"]["containers"]
+        assert container["resources"]["requests"] == {"nvidia.com/gpu": "1"}
+        assert reservation["metadata"]["annotations"][UUID_ANNOTATION] == f"GPU-{node}-0"
+        for pod in (a, b):
+            assert pod["metadata"]["annotations"]["received-resource-type"] == "Fraction"
+
+        # the seed's check: both Running on the node, same GPU-GROUP
+        for pod in (a, b):
+            await mark_running(kube, namespace, pod["metadata"]["name"])
+        # both Deployments go; the kubelet stops their containers; the device is freed
+        for name in ("vllm-test-07", "vllm-test-02"):
+            await kube.request("DELETE", resources.DEPLOYMENTS.path(namespace=namespace, name=name))
+
+        async def terminating_pods() -> list[str] | None:
+            found = await pods(kube, namespace)
+            names = [n for n, p in found.items() if p["metadata"].get("deletionTimestamp")]
+            return names if len(names) == 2 else None
+
+        for name in await eventually(terminating_pods, timeout=60):
+            # still holding the device until the containers stop
+            assert len(await reservation_pods(kube, reservation_namespace)) == 1
+            await finish_deletion(kube, namespace, name)
+
+        async def freed() -> bool:
+            return not await reservation_pods(kube, reservation_namespace)
+
+        await eventually(freed)
+
+
+async def test_restart_mid_way_leaves_no_orphan_and_no_double_reservation(
+    kube: kc.KubeClient,
+    namespace: str,
+    objects: Objects,
+    nodes: NodeFactory,
+    run_kai: RunKai,
+    reservation_namespace: str,
+) -> None:
+    """kai run is killed while a fractional pod waits for its device; while it is down a running
+    sharer's reservation pod is deleted. After the restart: the reservation pod of the abandoned bind
+    is removed, the missing one is recreated, every device has exactly one."""
+    q = (await queues(objects))["q"]
+    node = await nodes(gpus=2, gpu_memory_mib=81920)
+    await objects.create(vllm("first", q, "0.5"))
+    async with device_plugin(kube, reservation_namespace) as plugin:
+        async with run_kai(*sharing_flags(reservation_namespace)) as kai:
+            first = await eventually(lambda: bound_pods(kube, namespace, 1), timeout=60)
+            [first_pod] = first.values()
+            first_group = first_pod["metadata"]["labels"][GROUP]
+            # a whole GPU's worth of fractions that cannot share the first device
+            plugin.paused = True
+            await objects.create(vllm("second", q, "0.6"))
+
+            async def waiting_reservation() -> list[dict[str, Any]] | None:
+                found = await reservation_pods(kube, reservation_namespace)
+                return found if len(found) == 2 else None
+
+            await eventually(waiting_reservation, timeout=60)
+            kai.kill()  # mid-bind: the second pod's reservation pod exists, the pod is not bound
+        abandoned = {
+            p["metadata"]["name"]
+            for p in await reservation_pods(kube, reservation_namespace)
+            if p["metadata"]["labels"][GROUP] != first_group
+        }
+        [kept] = [
+            p
+            for p in await reservation_pods(kube, reservation_namespace)
+            if p["metadata"]["labels"][GROUP] == first_group
+        ]
+        await kube.request(
+            "DELETE",
+            resources.PODS.path(namespace=reservation_namespace, name=kept["metadata"]["name"]),
+            body={"gracePeriodSeconds": 0},
+        )
+        plugin.paused = False
+        async with run_kai(*sharing_flags(reservation_namespace)):
+            found = await eventually(lambda: bound_pods(kube, namespace, 2), timeout=60)
+
+            async def settled() -> dict[str, list[str]] | None:
+                by_group: dict[str, list[str]] = {}
+                for p in await reservation_pods(kube, reservation_namespace):
+                    by_group.setdefault(p["metadata"]["labels"][GROUP], []).append(p["metadata"]["name"])
+                groups = {p["metadata"]["labels"][GROUP] for p in found.values()}
+                done = set(by_group) == groups and all(len(v) == 1 for v in by_group.values())
+                return by_group if done and not abandoned & {n for v in by_group.values() for n in v} else None
+
+            by_group = await eventually(settled, timeout=60)
+        assert len(by_group) == 2, "two devices, one reservation pod each"
+        assert all(node_of(p) == node for p in found.values())
