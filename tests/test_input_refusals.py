@@ -285,3 +285,52 @@ def test_replay_checks_the_plot_path_before_it_runs(plot: str, message: str, tmp
     assert result.exit_code == 2
     assert f"error: --plot {target}: {message.format(tmp=tmp_path)}" in result.stderr
     assert result.stdout == ""  # refused before any work
+
+
+@pytest.mark.parametrize("key", ["sim.kai.scheduler/duration", "sim.kai.scheduler/create-at"])
+def test_a_bad_simulation_annotation_names_its_file_even_in_a_template(key: str, tmp_path: pathlib.Path) -> None:
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "j"},
+        "spec": {"template": {"metadata": {"annotations": {key: "soon"}}, "spec": pod("x", "default-queue")["spec"]}},
+    }
+    bare = pod("p", "default-queue")
+    bare["metadata"]["annotations"] = {key: "later"}
+    result = sim_file(tmp_path, [job, bare])
+    assert result.exit_code == 2
+    assert f"document 1: Job j: spec.template.metadata.annotations.{key}: must be a duration" in result.stderr
+    assert f"document 2: Pod p: metadata.annotations.{key}: must be a duration" in result.stderr
+
+
+def test_a_count_the_simulator_cannot_create_is_refused_not_hung(tmp_path: pathlib.Path) -> None:
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "spec": {
+            "replicas": 100_000_000,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}}, "spec": pod("x", "default-queue")["spec"]},
+        },
+    }
+    result = sim_file(tmp_path, [deployment])
+    assert result.exit_code == 2
+    assert "Deployment web: spec.replicas: is 100000000; kai sim creates at most 100000 pods" in result.stderr
+    deployment["spec"]["replicas"] = 2**40
+    result = sim_file(tmp_path, [deployment])
+    assert result.exit_code == 2
+    assert "spec.replicas: must be at most 2147483647 (a 32-bit integer)" in result.stderr
+
+
+def test_exponent_numbers_read_as_kubectl_reads_them(tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "q.yaml"
+    path.write_text(
+        "apiVersion: scheduling.run.ai/v2\nkind: Queue\nmetadata: {name: q}\nspec:\n  resources:\n"
+        "    gpu: {quota: 1e3, limit: -1, overQuotaWeight: 2E-1}\n"
+        "    cpu: {quota: -1, limit: -1, overQuotaWeight: 1}\n    memory: {quota: -1, limit: -1, overQuotaWeight: 1}\n"
+    )
+    result = run(["sim", "-f", str(path), "-o", "json"])
+    assert result.exit_code == 0, result.output
+    [q] = [q for q in json.loads(result.stdout)["queues"] if q["name"] == "q"]
+    assert (q["quota"]["gpu"], q["overQuotaWeight"]["gpu"]) == (1000.0, 0.2)

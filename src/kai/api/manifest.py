@@ -8,6 +8,7 @@ unpacked into its items. Workload kinds whose controllers the simulator emulates
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -94,13 +95,24 @@ def _syntax_error(exc: yaml.YAMLError | json.JSONDecodeError) -> str:
     return text
 
 
+class _ManifestLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """YAML as kubectl reads it: besides PyYAML's YAML 1.1 floats, `1e3` and `-2E-5` (no dot) are numbers."""
+
+
+_ManifestLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."),
+)
+
+
 def split_documents(text: str, *, file: str) -> Iterator[Document]:
     """The objects in one file's text: JSON if the file ends in .json, else multi-document YAML."""
     try:
         if file.endswith(".json"):
             loaded: list[Any] = [json.loads(text)] if text.strip() else []
         else:
-            loaded = list(yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
+            loaded = list(yaml.load_all(text, Loader=_ManifestLoader))
     except (yaml.YAMLError, json.JSONDecodeError) as exc:
         raise InputError(source=None, kind="file", name=file, field="", problem=_syntax_error(exc)) from None
     except RecursionError:

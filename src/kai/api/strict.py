@@ -269,7 +269,7 @@ def check_fields(raw: Mapping[str, Any], shape: Shape) -> list[tuple[str, str]]:
     return problems
 
 
-def _metadata_maps(raw: Mapping[str, Any]) -> list[tuple[str, Mapping[Any, Any]]]:
+def metadata_maps(raw: Mapping[str, Any]) -> list[tuple[str, Mapping[Any, Any]]]:
     """(path, map) of every labels and annotations map under a `metadata` anywhere in the object."""
     out: list[tuple[str, Mapping[Any, Any]]] = []
     stack: list[tuple[Any, str]] = [(raw, "")]
@@ -310,7 +310,7 @@ def check_keys(raw: Mapping[str, Any], extra_keys: frozenset[str] = frozenset())
     errors: KeyErrors = []
     warnings: KeyWarnings = []
     known = KAI_KEYS | extra_keys
-    for path, mapping in _metadata_maps(raw):
+    for path, mapping in metadata_maps(raw):
         for key in sorted(map(str, mapping)):
             at = f"{path}.{key}"
             if key in known:

@@ -11,11 +11,12 @@ import os
 import sys
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kai.api import kinds, strict
 from kai.api.errors import InputError, InputWarning, Source
+from kai.api.fields import parse_duration
 from kai.api.manifest import ApiObject, Document, SkippedObject, parse_document, split_documents
 from kai.api.queue import Queue, parent_cycles, queue_warnings
 from kai.deploy import crds
@@ -106,6 +107,37 @@ def _queue_cycle_errors(queues: Sequence[tuple[Queue, Source]]) -> list[InputErr
     return errors
 
 
+SIM_DURATION_ANNOTATIONS = ("sim.kai.scheduler/duration", "sim.kai.scheduler/create-at")
+
+
+def _sim_annotation_errors(doc: Document) -> list[InputError]:
+    """The simulation-only duration annotations, wherever they are (pod templates too), read now: a bad
+    value found later, by the engine or a controller, could no longer be traced to its file."""
+    out = []
+    for path, found in strict.metadata_maps(doc.raw):
+        if not path.endswith("annotations"):
+            continue
+        for key in SIM_DURATION_ANNOTATIONS:
+            value = found.get(key)
+            if value is None:
+                continue
+            try:
+                parse_duration(str(value))
+            except ValueError as exc:
+                meta = doc.raw.get("metadata")
+                name = meta.get("name") if isinstance(meta, Mapping) else None
+                out.append(
+                    InputError(
+                        source=doc.source,
+                        kind=str(doc.raw.get("kind", "object")),
+                        name=name if isinstance(name, str) else "",
+                        field=f"{path}.{key}",
+                        problem=str(exc),
+                    )
+                )
+    return out
+
+
 class Schemas:
     """The schema of every kind kai reads and knows the schema of, built on first use of each kind."""
 
@@ -160,8 +192,9 @@ def load_paths(paths: Sequence[str], *, extra_keys: frozenset[str] = frozenset()
             for doc in docs:
                 findings = schemas.check(doc, extra_keys)
                 warnings.extend(findings.warnings)
-                if findings.errors:
-                    errors.extend(findings.errors)
+                problems = findings.errors + _sim_annotation_errors(doc)
+                if problems:
+                    errors.extend(problems)
                     continue
                 try:
                     obj = parse_document(doc)

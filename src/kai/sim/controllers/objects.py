@@ -92,11 +92,28 @@ def opt_int_or_none(obj: Mapping[str, Any], key: str, *, path: str, minimum: int
     return _check_int(value, field=_join(path, key), minimum=minimum)
 
 
+# Fields that multiply the pods a controller creates, and the most the simulator makes of each: a real
+# controller creates pods a few at a time for ever, the simulator creates them all at once.
+POD_COUNT_FIELDS = frozenset(
+    {"replicas", "parallelism", "completions", "maxReplicas", "minReplicas", "numOfHosts", "size"}
+)
+MAX_SIMULATED_COUNT = 100_000
+INT32_MAX = 2**31 - 1  # Kubernetes counts are int32; the API server refuses more
+
+
 def _check_int(value: Any, *, field: str, minimum: int | None) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidSpec(field, f"must be an integer, got {value!r}", "write a whole number without quotes")
     if minimum is not None and value < minimum:
         raise InvalidSpec(field, f"must be >= {minimum}, got {value}", f"use a value of at least {minimum}")
+    if value > INT32_MAX:
+        raise InvalidSpec(field, f"must be at most {INT32_MAX} (a 32-bit integer), got {value}", "use a smaller value")
+    if field.rsplit(".", 1)[-1] in POD_COUNT_FIELDS and value > MAX_SIMULATED_COUNT:
+        raise InvalidSpec(
+            field,
+            f"is {value}; kai sim creates at most {MAX_SIMULATED_COUNT} pods from one count",
+            "use a smaller count to simulate",
+        )
     return value
 
 
