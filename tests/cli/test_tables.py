@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pathlib
+
 import pytest
 
 from tests.cli.golden import check, kai, scene
@@ -86,3 +88,31 @@ def test_unknown_view_is_a_usage_error() -> None:
     result = CliRunner().invoke(main, ["sim", "-f", scene("01-gang.yaml"), "--show", "pods,gpus"])
     assert result.exit_code == 2
     assert 'unknown view "gpus"' in result.output
+
+
+def test_queue_columns_print_the_spec_as_written(tmp_path: pathlib.Path) -> None:
+    """PRIORITY and DISPLAYNAME as the spec gives them (empty when left out), as kubectl get queues."""
+    manifest = tmp_path / "queues.yaml"
+    manifest.write_text(
+        """\
+apiVersion: scheduling.run.ai/v2
+kind: Queue
+metadata: {name: research}
+spec:
+  displayName: Research department
+  priority: 200
+  resources: {gpu: {quota: -1, limit: -1, overQuotaWeight: 1}}
+---
+apiVersion: scheduling.run.ai/v2
+kind: Queue
+metadata: {name: team-a}
+spec:
+  parentQueue: research
+  resources: {gpu: {quota: 2, limit: -1, overQuotaWeight: 1}}
+"""
+    )
+    out = kai(["sim", "-f", str(manifest), "--show", "queues"])
+    table = out.split("\nQueues\n")[1].split("\n\n")[0].splitlines()
+    assert table[0].split() == ["NAME", "PRIORITY", "PARENT", "CHILDREN", "DISPLAYNAME"]
+    assert table[1].split() == ["research", "200", '["team-a"]', "Research", "department"]
+    assert table[2].split() == ["team-a", "research"]

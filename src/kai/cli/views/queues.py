@@ -1,7 +1,8 @@
 """The queues view: `kubectl get queues` as the seeds show it, then what the scheduler made of them.
 
 The first table has the columns of KAI's Queue CRD (NAME, PRIORITY, PARENT, CHILDREN,
-DISPLAYNAME; PRIORITY and DISPLAYNAME as written in the spec, empty when left out). The second
+DISPLAYNAME; PRIORITY and DISPLAYNAME as written in the spec, empty when left out; DISPLAYNAME
+only with -o wide or when some queue has one, to fit 80 columns). The second
 has each queue's name, then a row per resource: QUOTA, LIMIT, FAIR SHARE, ALLOCATED and REQUESTED, gpu in
 devices, cpu in cores (`500m` for millicores) and memory in bytes (`512Gi`); `-` is unlimited
 (-1). `-o wide` adds OVER-QUOTA WEIGHT and the allocation of NON-PREEMPTIBLE pods. The
@@ -43,14 +44,13 @@ def render(view: ClusterView, *, wide: bool) -> list[RenderableType]:
     queues = shown(view)
     if not queues:
         return ["No queues."]
-    crd = layout.table(["NAME", "PRIORITY", "PARENT", "CHILDREN", "DISPLAYNAME"], title="Queues")
+    named = wide or any(spec.display_name for spec in view.queues.values())
+    crd = layout.table(["NAME", "PRIORITY", "PARENT", "CHILDREN", *(["DISPLAYNAME"] if named else [])], title="Queues")
     for q in queues:
         spec = view.queues.get(q["name"])
         children = json.dumps(q["children"], separators=(",", ":")) if q["children"] else ""
-        layout.add_row(
-            crd,
-            [q["name"], spec.priority if spec else "", q["parent"] or "", children, spec.display_name if spec else ""],
-        )
+        row = [q["name"], spec.priority if spec else "", q["parent"] or "", children]
+        layout.add_row(crd, [*row, spec.display_name if spec else ""] if named else row)
     columns = ["QUEUE", "QUOTA", "LIMIT", "FAIR SHARE", "ALLOCATED", "REQUESTED"]
     if wide:
         columns += ["OVER-QUOTA WEIGHT", "NON-PREEMPTIBLE"]
