@@ -334,3 +334,15 @@ def test_exponent_numbers_read_as_kubectl_reads_them(tmp_path: pathlib.Path) -> 
     assert result.exit_code == 0, result.output
     [q] = [q for q in json.loads(result.stdout)["queues"] if q["name"] == "q"]
     assert (q["quota"]["gpu"], q["overQuotaWeight"]["gpu"]) == (1000.0, 0.2)
+
+
+def test_null_fields_read_as_absent_as_the_api_server_stores_them(tmp_path: pathlib.Path) -> None:
+    """`labels: null` is no labels (found by the fuzz test: an explanation once tried to add a label to it)."""
+    bare = pod("p", "default-queue")
+    bare["metadata"]["labels"] = None
+    bare["metadata"]["annotations"] = None
+    broken_default = queue("default-queue", "nope")  # a default queue that cannot be used: kai suggests another
+    result = sim_file(tmp_path, [bare, broken_default, queue("other")])
+    assert result.exit_code == 0, result.output
+    [out] = json.loads(result.stdout)["pods"]
+    assert (out["name"], out["phase"], out["labels"]) == ("p", "Pending", {})

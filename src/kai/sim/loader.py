@@ -13,6 +13,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from kai.api import kinds, strict
 from kai.api.errors import InputError, InputWarning, Source
@@ -107,6 +108,35 @@ def _queue_cycle_errors(queues: Sequence[tuple[Queue, Source]]) -> list[InputErr
     return errors
 
 
+def without_nulls(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy without null-valued fields, at any depth: the API server stores `labels: null` as no labels,
+    so nothing downstream (controllers, the pod grouper, explanations) ever sees a null where it expects
+    a mapping or a list. Null list items are kept (they stay visible to the parsers, which refuse them)."""
+    out: dict[str, Any] = {}
+    stack: list[tuple[Any, Any]] = [(raw, out)]
+    while stack:
+        source, target = stack.pop()
+        if isinstance(source, Mapping):
+            for key, value in source.items():
+                if value is None:
+                    continue
+                if isinstance(value, Mapping | list):
+                    copy: Any = {} if isinstance(value, Mapping) else []
+                    target[key] = copy
+                    stack.append((value, copy))
+                else:
+                    target[key] = value
+        else:
+            for value in source:
+                if isinstance(value, Mapping | list):
+                    copy = {} if isinstance(value, Mapping) else []
+                    target.append(copy)
+                    stack.append((value, copy))
+                else:
+                    target.append(value)
+    return out
+
+
 SIM_DURATION_ANNOTATIONS = ("sim.kai.scheduler/duration", "sim.kai.scheduler/create-at")
 
 
@@ -196,6 +226,7 @@ def load_paths(paths: Sequence[str], *, extra_keys: frozenset[str] = frozenset()
                 if problems:
                     errors.extend(problems)
                     continue
+                doc = Document(raw=without_nulls(doc.raw), source=doc.source)
                 try:
                     obj = parse_document(doc)
                 except InputError as exc:
