@@ -3,30 +3,47 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 
 from kai.sim.controllers import names
+from kai.sim.engine import Simulation
 
-from .ministore import MiniStore, load, owner_of
+from .cluster import (
+    events,
+    finish,
+    get,
+    key,
+    load,
+    of_kind,
+    owner_of,
+    phases,
+    pod,
+    pod_names,
+    pods,
+    queue,
+    refusal,
+    remove,
+    settle,
+    simulate,
+    uid,
+)
 
 SUFFIX = f"[{names.ALPHABET}]{{5}}"
 # pod-template-hash values are the decimal digits of a 32-bit hash mapped onto the alphabet.
 HASH = "[4-9bcdf]{1,10}"
 
 
-def vllm_store() -> MiniStore:
-    store = MiniStore()
-    store.apply(load("vllm-deployments.yaml"))
-    store.settle()
-    return store
+def vllm_cluster() -> Simulation:
+    return simulate([queue("test"), *load("vllm-deployments.yaml")])
 
 
 def test_each_vllm_deployment_gets_a_hashed_replicaset_and_one_pod() -> None:
-    store = vllm_store()
+    sim = vllm_cluster()
 
-    assert store.errors == []
-    sets = store.of_kind("ReplicaSet")
+    assert events(sim, "InvalidSpec") == []
+    sets = of_kind(sim, "ReplicaSet")
     assert [owner_of(rs) for rs in sets] == [
         ("Deployment", "vllm-test-02", True),
         ("Deployment", "vllm-test-07", True),
@@ -37,78 +54,115 @@ def test_each_vllm_deployment_gets_a_hashed_replicaset_and_one_pod() -> None:
         assert re.fullmatch(HASH, pod_hash)
         assert rs["metadata"]["name"] == f"{deployment}-{pod_hash}"
         assert rs["metadata"]["namespace"] == "ai-workloads"
+        assert rs["metadata"]["ownerReferences"][0]["uid"] == uid(get(sim, "Deployment", deployment))
         assert rs["spec"]["replicas"] == 1
         assert rs["spec"]["selector"]["matchLabels"] == {"app": deployment, "pod-template-hash": pod_hash}
-    pods = store.pods()
-    assert len(pods) == 2
-    for pod in pods:
-        rs_name = owner_of(pod)[1]
-        assert owner_of(pod) == ("ReplicaSet", rs_name, True)
-        assert re.fullmatch(f"{re.escape(rs_name)}-{SUFFIX}", pod["metadata"]["name"])
-        assert pod["metadata"]["namespace"] == "ai-workloads"
-        assert pod["spec"]["schedulerName"] == "kai-scheduler"
-        assert pod["metadata"]["labels"]["kai.scheduler/queue"] == "test"
-        assert pod["metadata"]["labels"]["pod-template-hash"] == rs_name.rsplit("-", 1)[1]
-    fractions = {p["metadata"]["labels"]["app"]: p["metadata"]["annotations"]["gpu-fraction"] for p in pods}
+    all_pods = pods(sim)
+    assert len(all_pods) == 2
+    for p in all_pods:
+        rs_name = owner_of(p)[1]
+        assert owner_of(p) == ("ReplicaSet", rs_name, True)
+        assert re.fullmatch(f"{re.escape(rs_name)}-{SUFFIX}", p["metadata"]["name"])
+        assert p["metadata"]["namespace"] == "ai-workloads"
+        assert p["spec"]["schedulerName"] == "kai-scheduler"
+        assert p["metadata"]["labels"]["kai.scheduler/queue"] == "test"
+        assert p["metadata"]["labels"]["pod-template-hash"] == rs_name.rsplit("-", 1)[1]
+        assert p["status"]["phase"] == "Running"
+    fractions = {p["metadata"]["labels"]["app"]: p["metadata"]["annotations"]["gpu-fraction"] for p in all_pods}
     assert fractions == {"vllm-test-07": "0.7", "vllm-test-02": "0.2"}
 
 
 def test_pod_template_hash_is_stable_and_depends_on_the_template() -> None:
-    first, second = vllm_store(), vllm_store()
-    assert [rs["metadata"]["name"] for rs in first.of_kind("ReplicaSet")] == [
-        rs["metadata"]["name"] for rs in second.of_kind("ReplicaSet")
+    first, second = vllm_cluster(), vllm_cluster()
+    assert [rs["metadata"]["name"] for rs in of_kind(first, "ReplicaSet")] == [
+        rs["metadata"]["name"] for rs in of_kind(second, "ReplicaSet")
     ]
-    hashes = {rs["metadata"]["labels"]["pod-template-hash"] for rs in first.of_kind("ReplicaSet")}
+    hashes = {rs["metadata"]["labels"]["pod-template-hash"] for rs in of_kind(first, "ReplicaSet")}
     assert len(hashes) == 2
 
 
 def test_evicted_deployment_pod_is_replaced_at_once_under_a_new_name() -> None:
-    store = vllm_store()
-    store.run_all()
-    victim = store.pod_names()[0]
+    sim = vllm_cluster()
+    before = pod_names(sim)
+    victim = before[0]
 
-    store.terminate_pod(victim)
-    store.settle()
-    assert len(store.pods()) == 3  # the terminating pod does not count: its replacement is Pending
-    assert [p["status"]["phase"] for p in store.pods() if p["metadata"]["name"] != victim].count("Pending") == 1
+    sim.delete_pod(key(sim, victim), reason="evicted")
+    sim.step()
+    assert "deletionTimestamp" in pod(sim, victim)["metadata"]
+    (replacement,) = set(pod_names(sim)) - set(before)  # the terminating pod does not count
+    assert owner_of(pod(sim, replacement)) == owner_of(pod(sim, victim))
 
-    store.remove_pod(victim)
-    store.settle()
-    assert len(store.pods()) == 2 and victim not in store.pod_names()
+    settle(sim)
+    assert sorted(pod_names(sim)) == sorted({*before, replacement} - {victim})
+
+
+def replicaset_pod(name: str, *, created: str, running: bool) -> dict[str, Any]:
+    """A pod of ReplicaSet web as `kubectl get pod -o yaml` prints it."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "labels": {"app": "web", "kai.scheduler/queue": "default-queue"},
+            "creationTimestamp": created,
+            "ownerReferences": [
+                {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": "uid-web", "controller": True}
+            ],
+        },
+        "spec": {
+            "schedulerName": "kai-scheduler",
+            "containers": [{"name": "web", "image": "nginx"}],
+            **({"nodeName": "node-0"} if running else {}),
+        },
+        "status": {"phase": "Running" if running else "Pending"},
+    }
 
 
 def test_replicaset_scales_down_pending_pods_first() -> None:
-    store = vllm_store()
-    rs = store.of_kind("ReplicaSet")[0]
-    rs["spec"]["replicas"] = 3
-    store.settle()
-    running = next(p["metadata"]["name"] for p in store.pods() if owner_of(p)[1] == rs["metadata"]["name"])
-    store.set_phase(running, "Running")
-
-    rs["spec"]["replicas"] = 1
-    store.settle()
-    assert [p["metadata"]["name"] for p in store.pods() if owner_of(p)[1] == rs["metadata"]["name"]] == [running]
+    # A cluster caught right after `kubectl scale rs web --replicas=1`: the newest pod is the running one.
+    replicaset = {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {"name": "web", "uid": "uid-web", "creationTimestamp": "2026-01-01T00:00:00Z"},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {
+                "metadata": {"labels": {"app": "web", "kai.scheduler/queue": "default-queue"}},
+                "spec": {"schedulerName": "kai-scheduler", "containers": [{"name": "web", "image": "nginx"}]},
+            },
+        },
+    }
+    sim = simulate(
+        [
+            replicaset,
+            replicaset_pod("web-a", created="2026-01-01T00:00:01Z", running=False),
+            replicaset_pod("web-b", created="2026-01-01T00:00:02Z", running=False),
+            replicaset_pod("web-c", created="2026-01-01T00:00:03Z", running=True),
+        ]
+    )
+    assert phases(sim) == {"web-c": "Running"}
+    assert get(sim, "ReplicaSet", "web")["status"]["readyReplicas"] == 1
 
 
 def test_deployment_with_lost_indentation_is_reported() -> None:
     # vllm-test-02 as the guide prints it: `metadata` and `spec` end up empty.
     broken = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "vllm-test-02"}, "spec": None}
-    store = MiniStore()
-    store.apply([broken])
-    store.settle()
-    (error,) = store.errors
-    assert (error.kind, error.name, error.field) == ("Deployment", "vllm-test-02", "spec")
-    assert store.objects and store.pods() == []
+    (error,) = refusal([broken])
+    assert error == "Deployment vllm-test-02: spec: is missing"
 
 
-def statefulset(*, replicas: int = 3, policy: str | None = None, start: int | None = None) -> dict:
+def statefulset(*, replicas: int = 3, policy: str | None = None, start: int | None = None, gpus: int = 0) -> dict:
+    container: dict = {"name": "db", "image": "postgres"}
+    if gpus:
+        container["resources"] = {"limits": {"nvidia.com/gpu": str(gpus)}}
     spec: dict = {
         "replicas": replicas,
         "serviceName": "db",
         "selector": {"matchLabels": {"app": "db"}},
         "template": {
             "metadata": {"labels": {"app": "db", "kai.scheduler/queue": "team-a"}},
-            "spec": {"schedulerName": "kai-scheduler", "containers": [{"name": "db", "image": "postgres"}]},
+            "spec": {"schedulerName": "kai-scheduler", "containers": [container]},
         },
     }
     if policy:
@@ -119,51 +173,53 @@ def statefulset(*, replicas: int = 3, policy: str | None = None, start: int | No
 
 
 def test_statefulset_ordered_ready_creates_one_pod_at_a_time() -> None:
-    store = MiniStore()
-    store.apply([statefulset()])
-    store.settle()
-    assert store.pod_names() == ["db-0"]
+    sim = simulate([queue("team-a"), statefulset()])
+    assert phases(sim) == {"db-0": "Running"}
 
-    store.set_phase("db-0", "Running")
-    store.settle()
-    assert store.pod_names() == ["db-0", "db-1"]
-    store.run_all()
-    store.run_all()
-    assert store.pod_names() == ["db-0", "db-1", "db-2"]
+    sim.step()
+    assert phases(sim) == {"db-0": "Running", "db-1": "Running"}
+    settle(sim)
+    assert pod_names(sim) == ["db-0", "db-1", "db-2"]
 
-    pod = store.get("Pod", "db-1")
-    labels = pod["metadata"]["labels"]
+    db_1 = pod(sim, "db-1")
+    labels = db_1["metadata"]["labels"]
     assert labels["statefulset.kubernetes.io/pod-name"] == "db-1"
     assert labels["apps.kubernetes.io/pod-index"] == "1"
     assert re.fullmatch(f"db-{HASH}", labels["controller-revision-hash"])
     assert labels["kai.scheduler/queue"] == "team-a"
-    assert (pod["spec"]["hostname"], pod["spec"]["subdomain"]) == ("db-1", "db")
-    assert owner_of(pod) == ("StatefulSet", "db", True)
-    assert "generateName" not in pod["metadata"]
+    assert (db_1["spec"]["hostname"], db_1["spec"]["subdomain"]) == ("db-1", "db")
+    assert owner_of(db_1) == ("StatefulSet", "db", True)
+    assert "generateName" not in db_1["metadata"]
+
+
+def test_statefulset_ordered_ready_waits_behind_a_pod_that_cannot_run() -> None:
+    # 4 nodes of 8 GPUs: db-0..db-3 run, db-4 stays Pending and db-5 is never created.
+    sim = simulate([queue("team-a"), statefulset(replicas=6, gpus=8)])
+    settle(sim)
+    assert phases(sim) == {f"db-{i}": "Running" for i in range(4)} | {"db-4": "Pending"}
 
 
 @pytest.mark.parametrize(("start", "expected"), [(None, ["db-0", "db-1", "db-2"]), (1, ["db-1", "db-2", "db-3"])])
 def test_statefulset_parallel_creates_all_ordinals(start: int | None, expected: list[str]) -> None:
-    store = MiniStore()
-    store.apply([statefulset(policy="Parallel", start=start)])
-    store.settle()
-    assert store.pod_names() == expected
+    sim = simulate([queue("team-a"), statefulset(policy="Parallel", start=start)])
+    assert pod_names(sim) == expected
 
 
 def test_statefulset_recreates_a_lost_pod_under_the_same_name() -> None:
-    store = MiniStore()
-    store.apply([statefulset(policy="Parallel")])
-    store.settle()
-    old = store.get("Pod", "db-1")["metadata"]["uid"]
+    sim = simulate([queue("team-a"), statefulset(policy="Parallel")])
+    old = uid(pod(sim, "db-1"))
 
-    store.terminate_pod("db-1")
-    store.settle()
-    assert store.get("Pod", "db-1")["metadata"]["uid"] == old
+    sim.delete_pod(key(sim, "db-1"), reason="evicted")
+    sim.step()
+    assert uid(pod(sim, "db-1")) == old  # the name is taken until the pod is gone
 
-    store.remove_pod("db-1")
-    store.settle()
-    assert store.get("Pod", "db-1")["metadata"]["uid"] != old
+    remove(sim, "db-1")
+    assert uid(pod(sim, "db-1")) != old
+    assert pod(sim, "db-1")["status"]["phase"] == "Running"
 
-    store.set_phase("db-2", "Succeeded")
-    store.settle()
-    assert store.get("Pod", "db-2")["status"] == {"phase": "Pending"}
+    finished = uid(pod(sim, "db-2"))
+    finish(sim, "db-2")
+    sim.step()
+    assert uid(pod(sim, "db-2")) != finished  # a terminal pod is deleted and created anew
+    assert pod(sim, "db-2")["status"]["phase"] == "Running"
+    assert [e.object for e in events(sim, "Completed")] == [f"Pod/{key(sim, 'db-2')}"]

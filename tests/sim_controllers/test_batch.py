@@ -7,136 +7,172 @@ from datetime import datetime
 
 import pytest
 
-from kai.sim import controllers
 from kai.sim.controllers import names
+from kai.sim.engine import Simulation
 
-from .ministore import MiniStore, load, owner_of
+from .cluster import (
+    events,
+    finish,
+    get,
+    key,
+    load,
+    of_kind,
+    owner_of,
+    phases,
+    pod,
+    pod_names,
+    pods,
+    refusal,
+    remove,
+    run_until,
+    settle,
+    simulate,
+    uid,
+)
 
 SUFFIX = f"[{names.ALPHABET}]{{5}}"
 
 
-def job_store(**spec_changes: object) -> MiniStore:
+def job_docs(**spec_changes: object) -> list[dict]:
     docs = load("batch-job.yaml")
     docs[0]["spec"].update(spec_changes)
-    store = MiniStore()
-    store.apply(docs)
-    store.settle()
-    return store
+    return docs
 
 
-def job_status(store: MiniStore) -> dict:
-    status = dict(store.get("Job", "batch-job")["status"])
+def job_cluster(**spec_changes: object) -> Simulation:
+    return simulate(job_docs(**spec_changes))
+
+
+def job_status(sim: Simulation) -> dict:
+    status = dict(get(sim, "Job", "batch-job")["status"])
     status.pop("sim.kai.scheduler/tracking")
     return status
 
 
 def test_batch_job_example_runs_two_labelled_pods() -> None:
-    store = job_store()
+    sim = job_cluster()
 
-    assert store.errors == []
-    pods = store.pods()
-    assert len(pods) == 2
-    for pod in pods:
-        assert re.fullmatch(f"batch-job-{SUFFIX}", pod["metadata"]["name"])
-        assert pod["metadata"]["generateName"] == "batch-job-"
-        assert pod["metadata"]["labels"] == {
-            "batch.kubernetes.io/controller-uid": "uid-job-batch-job",
+    assert events(sim, "InvalidSpec") == []
+    job_uid = uid(get(sim, "Job", "batch-job"))
+    all_pods = pods(sim)
+    assert len(all_pods) == 2
+    for p in all_pods:
+        assert re.fullmatch(f"batch-job-{SUFFIX}", p["metadata"]["name"])
+        assert p["metadata"]["generateName"] == "batch-job-"
+        assert p["metadata"]["labels"] == {
+            "batch.kubernetes.io/controller-uid": job_uid,
             "batch.kubernetes.io/job-name": "batch-job",
-            "controller-uid": "uid-job-batch-job",
+            "controller-uid": job_uid,
             "job-name": "batch-job",
             "kai.scheduler/queue": "default-queue",
         }
-        assert owner_of(pod) == ("Job", "batch-job", True)
-        assert pod["spec"]["schedulerName"] == "kai-scheduler"
-        assert pod["spec"]["restartPolicy"] == "OnFailure"
-    assert job_status(store) == {"active": 2, "ready": 0, "succeeded": 0, "failed": 0, "terminating": 0}
+        assert owner_of(p) == ("Job", "batch-job", True)
+        assert p["metadata"]["ownerReferences"][0]["uid"] == job_uid
+        assert p["spec"]["schedulerName"] == "kai-scheduler"
+        assert p["spec"]["restartPolicy"] == "OnFailure"
+        assert p["status"]["phase"] == "Running"
+    # the Job's status is what it saw before the scheduler bound its pods in this cycle
+    assert job_status(sim) == {"active": 2, "ready": 0, "succeeded": 0, "failed": 0, "terminating": 0}
+    sim.step()
+    assert job_status(sim) == {"active": 2, "ready": 2, "succeeded": 0, "failed": 0, "terminating": 0}
 
 
 def test_succeeded_pods_are_not_recreated_and_the_job_completes() -> None:
-    store = job_store()
-    store.run_all()
-    first, second = store.pod_names()
+    sim = job_cluster()
+    first, second = pod_names(sim)
 
-    store.set_phase(first, "Succeeded")
-    store.settle()
-    assert store.pod_names() == [first, second]
+    finish(sim, first)
+    sim.step()
+    assert phases(sim) == {first: "Succeeded", second: "Running"}
 
-    store.set_phase(second, "Succeeded")
-    store.settle()
-    status = job_status(store)
+    finish(sim, second)
+    sim.step()
+    status = job_status(sim)
     assert (status["succeeded"], status["active"]) == (2, 0)
     assert [c["type"] for c in status["conditions"]] == ["Complete"]
-    assert len(store.pods()) == 2
+    assert phases(sim) == {first: "Succeeded", second: "Succeeded"}
+    assert [e.object for e in events(sim, "Completed")] == [
+        f"Pod/{key(sim, first)}",
+        f"Pod/{key(sim, second)}",
+        "Job/default/batch-job",
+    ]
 
 
 def test_evicted_pod_counts_as_a_failure_and_is_replaced() -> None:
-    store = job_store()
-    store.run_all()
-    victim = store.pod_names()[0]
+    sim = job_cluster()
+    before = pod_names(sim)
+    victim = before[0]
 
-    store.remove_pod(victim)
-    store.settle()
-    assert len(store.pods()) == 2 and victim not in store.pod_names()
-    assert job_status(store)["failed"] == 1
+    remove(sim, victim)
+    sim.step()
+    assert len(pods(sim)) == 2 and victim not in pod_names(sim)
+    assert set(phases(sim).values()) == {"Running"}
+    assert job_status(sim)["failed"] == 1
 
 
 def test_terminating_pod_is_replaced_at_once_by_default_and_later_with_policy_failed() -> None:
-    store = job_store()
-    store.terminate_pod(store.pod_names()[0])
-    store.settle()
-    assert len(store.pods()) == 3
+    sim = job_cluster()
+    sim.delete_pod(key(sim, pod_names(sim)[0]), reason="evicted")
+    sim.step()
+    assert len(pods(sim)) == 3
 
-    store = job_store(podReplacementPolicy="Failed")
-    store.terminate_pod(store.pod_names()[0])
-    store.settle()
-    assert len(store.pods()) == 2
+    sim = job_cluster(podReplacementPolicy="Failed")
+    victim = pod_names(sim)[0]
+    sim.delete_pod(key(sim, victim), reason="evicted")
+    sim.step()
+    assert len(pods(sim)) == 2
+    assert "deletionTimestamp" in pod(sim, victim)["metadata"]
+    settle(sim)
+    assert len(pods(sim)) == 2 and victim not in pod_names(sim)
 
 
 def test_failures_past_the_backoff_limit_fail_the_job() -> None:
-    store = job_store(backoffLimit=1)
+    sim = job_cluster(backoffLimit=1)
     for _ in range(2):
-        store.run_all()
-        store.remove_pod(store.pod_names()[0])
-        store.settle()
-    status = job_status(store)
+        remove(sim, pod_names(sim)[0])
+        sim.step()
+    settle(sim)
+    status = job_status(sim)
     assert status["failed"] == 2
     assert status["conditions"][0]["reason"] == "BackoffLimitExceeded"
-    assert store.pods() == []
-    assert any(e.reason == "BackoffLimitExceeded" for e in store.events)
+    assert pods(sim) == []
+    assert [e.object for e in events(sim, "BackoffLimitExceeded")] == ["Job/default/batch-job"]
 
 
 def test_indexed_job_names_pods_by_index() -> None:
-    store = job_store(completionMode="Indexed", parallelism=2, completions=3)
-    pods = store.pods()
-    assert len(pods) == 2
-    by_index = {p["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"]: p for p in pods}
+    sim = job_cluster(completionMode="Indexed", parallelism=2, completions=3)
+    all_pods = pods(sim)
+    assert len(all_pods) == 2
+    by_index = {p["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"]: p for p in all_pods}
     assert sorted(by_index) == ["0", "1"]
-    for index, pod in by_index.items():
-        assert re.fullmatch(f"batch-job-{index}-{SUFFIX}", pod["metadata"]["name"])
-        assert pod["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"] == index
-        assert pod["spec"]["hostname"] == f"batch-job-{index}"
+    for index, p in by_index.items():
+        assert re.fullmatch(f"batch-job-{index}-{SUFFIX}", p["metadata"]["name"])
+        assert p["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"] == index
+        assert p["spec"]["hostname"] == f"batch-job-{index}"
 
-    store.set_phase(by_index["0"]["metadata"]["name"], "Succeeded")
-    store.settle()
-    indexes = sorted(p["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"] for p in store.pods())
+    finish(sim, by_index["0"]["metadata"]["name"])
+    sim.step()
+    indexes = sorted(p["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"] for p in pods(sim))
     assert indexes == ["0", "1", "2"]
-    assert job_status(store)["completedIndexes"] == "0"
+    assert job_status(sim)["completedIndexes"] == "0"
 
 
 def test_job_without_completions_is_done_after_one_success() -> None:
-    store = job_store(completions=None, parallelism=2)
-    store.run_all()
-    first, second = store.pod_names()
-    store.set_phase(first, "Succeeded")
-    store.settle()
-    assert len(store.pods()) == 2  # no new pod after a success
-    store.set_phase(second, "Succeeded")
-    store.settle()
-    assert job_status(store)["conditions"][0]["type"] == "Complete"
+    sim = job_cluster(completions=None, parallelism=2)
+    first, second = pod_names(sim)
+    finish(sim, first)
+    sim.step()
+    assert pod_names(sim) == [first, second]  # no new pod after a success
+    assert "conditions" not in job_status(sim)
+    finish(sim, second)
+    sim.step()
+    assert job_status(sim)["conditions"][0]["type"] == "Complete"
 
 
 def test_suspended_job_has_no_pods() -> None:
-    assert job_store(suspend=True).pods() == []
+    sim = job_cluster(suspend=True)
+    settle(sim)
+    assert pods(sim) == []
 
 
 @pytest.mark.parametrize(
@@ -150,9 +186,8 @@ def test_suspended_job_has_no_pods() -> None:
     ],
 )
 def test_invalid_job_names_the_field(change: dict, field: str) -> None:
-    store = job_store(**change)
-    assert store.pods() == []
-    assert [e.field for e in store.errors] == [field]
+    (error,) = refusal(job_docs(**change))
+    assert error.startswith(f"Job batch-job: {field}: "), error
 
 
 def cronjob(**spec_changes: object) -> dict:
@@ -175,67 +210,57 @@ def at(clock: str) -> float:
     return datetime.fromisoformat(f"2026-01-01T{clock}:00+00:00").timestamp()
 
 
-def finish(store: MiniStore, job: dict) -> None:
-    job["status"] = {"conditions": [{"type": "Complete", "status": "True"}]}
+def job_names(sim: Simulation) -> list[str]:
+    return [j["metadata"]["name"] for j in of_kind(sim, "Job")]
 
 
 def test_cronjob_runs_on_its_schedule() -> None:
     """*/5 created at 00:10: nothing at 00:10 (a run needs a time after creation), a Job at 00:15, the
-    next at 00:20; the answer asks to be reconciled at the next scheduled time."""
-    store = MiniStore()
-    store.apply([cronjob()])
-    store.settle(now=at("00:10"))
-    assert store.of_kind("Job") == []
+    next at 00:20; the clock then waits for the next scheduled time."""
+    sim = simulate([cronjob()])
+    assert of_kind(sim, "Job") == []
 
-    store.settle(now=at("00:15"))
-    (job,) = store.of_kind("Job")
+    run_until(sim, at("00:15"))
+    (job,) = of_kind(sim, "Job")
     assert job["metadata"]["name"] == "nightly-29453775"  # minutes since the epoch of 2026-01-01T00:15Z
     assert job["metadata"]["labels"] == {"team": "a"}
     assert job["metadata"]["annotations"] == {"batch.kubernetes.io/cronjob-scheduled-timestamp": "2026-01-01T00:15:00Z"}
     assert owner_of(job) == ("CronJob", "nightly", True)
-    assert len(store.pods()) == 2
-    assert all(re.fullmatch(f"nightly-29453775-{SUFFIX}", name) for name in store.pod_names())
-    assert [e.reason for e in store.events if e.kind == "CronJob"] == ["SuccessfulCreate"]
+    assert len(pods(sim)) == 2
+    assert all(re.fullmatch(f"nightly-29453775-{SUFFIX}", name) for name in pod_names(sim))
+    assert [e.reason for e in sim.totals.events if e.object.startswith("CronJob/")] == ["SuccessfulCreate"]
 
-    store.settle(now=at("00:17"))
-    assert len(store.of_kind("Job")) == 1  # nothing due until 00:20
-    store.settle(now=at("00:20"))
-    assert [j["metadata"]["name"] for j in store.of_kind("Job")] == ["nightly-29453775", "nightly-29453780"]
-
-    (cron,) = store.of_kind("CronJob")
-    result = controllers.controller_for(cron).reconcile(
-        owner=cron, children=store.children(cron), names=store.names, now=at("00:20")
-    )
-    assert result.requeue_at == at("00:25")
+    run_until(sim, at("00:17"))
+    assert len(of_kind(sim, "Job")) == 1  # nothing due until 00:20
+    run_until(sim, at("00:20"))
+    assert job_names(sim) == ["nightly-29453775", "nightly-29453780"]
+    assert sim.next_timed_event() == at("00:25")
 
 
 def test_cronjob_skips_missed_runs_and_keeps_its_history_limit() -> None:
-    store = MiniStore()
-    store.apply([cronjob(successfulJobsHistoryLimit=1)])
-    store.settle(now=at("00:42"))  # 00:15 .. 00:40 were due: only the most recent one runs
-    (job,) = store.of_kind("Job")
-    assert job["metadata"]["name"] == "nightly-29453800"  # 00:40
-    finish(store, job)
-    store.settle(now=at("00:45"))
-    finish(store, store.of_kind("Job")[-1])
-    store.settle(now=at("00:50"))
-    names = [j["metadata"]["name"] for j in store.of_kind("Job")]
-    assert names == ["nightly-29453805", "nightly-29453810"]  # 00:40 deleted: one finished Job is kept
+    cron = cronjob(successfulJobsHistoryLimit=1)
+    cron["spec"]["jobTemplate"]["spec"]["template"]["metadata"]["annotations"] = {"sim.kai.scheduler/duration": "1m"}
+    # the CronJob was created at 00:10; the simulation starts at 00:42
+    sim = simulate([cron], start="2026-01-01T00:42:00Z")
+    (job,) = of_kind(sim, "Job")
+    assert job["metadata"]["name"] == "nightly-29453800"  # 00:15 .. 00:40 were due: only the most recent runs
+    run_until(sim, at("00:45"))  # the 00:40 Job completed at 00:43
+    run_until(sim, at("00:50"))  # so did the 00:45 one, at 00:46
+    assert job_names(sim) == ["nightly-29453805", "nightly-29453810"]  # 00:40 deleted: one finished Job is kept
+    assert [c["type"] for c in get(sim, "Job", "nightly-29453805")["status"]["conditions"]] == ["Complete"]
 
 
 def test_cronjob_forbid_waits_for_the_active_job_and_replace_replaces_it() -> None:
-    store = MiniStore()
-    store.apply([cronjob(concurrencyPolicy="Forbid")])
-    store.settle(now=at("00:15"))
-    store.settle(now=at("00:20"))
-    assert [j["metadata"]["name"] for j in store.of_kind("Job")] == ["nightly-29453775"]
-    assert "JobAlreadyActive" in [e.reason for e in store.events]
+    sim = simulate([cronjob(concurrencyPolicy="Forbid")])
+    run_until(sim, at("00:20"))
+    assert job_names(sim) == ["nightly-29453775"]
+    assert events(sim, "JobAlreadyActive") != []
 
-    store = MiniStore()
-    store.apply([cronjob(concurrencyPolicy="Replace")])
-    store.settle(now=at("00:15"))
-    store.settle(now=at("00:20"))
-    assert [j["metadata"]["name"] for j in store.of_kind("Job")] == ["nightly-29453780"]
+    sim = simulate([cronjob(concurrencyPolicy="Replace")])
+    run_until(sim, at("00:20"))
+    assert job_names(sim) == ["nightly-29453780"]
+    jobs_of_pods = {(owner_of(p)[1], "deletionTimestamp" in p["metadata"]) for p in pods(sim)}
+    assert jobs_of_pods == {("nightly-29453775", True), ("nightly-29453780", False)}  # the replaced Job's terminate
 
 
 @pytest.mark.parametrize(
@@ -249,30 +274,23 @@ def test_cronjob_forbid_waits_for_the_active_job_and_replace_replaces_it() -> No
     ],
 )
 def test_invalid_cronjob_names_the_field(change: dict, field: str) -> None:
-    store = MiniStore()
-    store.apply([cronjob(**change)])
-    store.settle(now=at("00:15"))
-    assert store.of_kind("Job") == []
-    assert [e.field for e in store.errors] == [field]
+    (error,) = refusal([cronjob(**change)])
+    assert error.startswith(f"CronJob nightly: {field}: "), error
 
 
 def test_cronjob_macro_and_time_zone() -> None:
-    store = MiniStore()
-    store.apply([cronjob(schedule="@hourly", timeZone="Asia/Kolkata")])  # UTC+5:30: hours fall at :30 UTC
-    store.settle(now=at("00:31"))
-    (job,) = store.of_kind("Job")
+    sim = simulate([cronjob(schedule="@hourly", timeZone="Asia/Kolkata")])  # UTC+5:30: hours fall at :30 UTC
+    run_until(sim, at("00:31"))
+    (job,) = of_kind(sim, "Job")
     assert job["metadata"]["annotations"]["batch.kubernetes.io/cronjob-scheduled-timestamp"] == "2026-01-01T00:30:00Z"
 
 
 def test_suspended_or_scheduleless_cronjob() -> None:
-    store = MiniStore()
-    store.apply([cronjob(suspend=True)])
-    store.settle()
-    assert store.of_kind("Job") == []
+    sim = simulate([cronjob(suspend=True)])
+    run_until(sim, at("00:20"))
+    assert of_kind(sim, "Job") == []
 
     broken = cronjob()
     del broken["spec"]["schedule"]
-    store = MiniStore()
-    store.apply([broken])
-    store.settle()
-    assert [e.field for e in store.errors] == ["spec.schedule"]
+    (error,) = refusal([broken])
+    assert error.startswith("CronJob nightly: spec.schedule: "), error

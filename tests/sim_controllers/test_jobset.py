@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 
 from kai.sim.controllers import names
+from kai.sim.engine import Simulation
 
-from .ministore import MiniStore, load, owner_of
+from .cluster import events, get, load, of_kind, owner_of, phases, pod_names, pods, refusal, remove, settle, simulate
 
 SUFFIX = f"[{names.ALPHABET}]{{5}}"
 
@@ -17,23 +18,20 @@ def jobset_docs(**spec_changes: object) -> list[dict]:
     return docs
 
 
-def jobset_store(**spec_changes: object) -> MiniStore:
-    store = MiniStore()
-    store.apply(jobset_docs(**spec_changes))
-    store.settle()
-    return store
+def jobset_cluster(**spec_changes: object) -> Simulation:
+    return simulate(jobset_docs(**spec_changes))
 
 
 def test_jobset_example_creates_jobs_and_indexed_pods() -> None:
-    store = jobset_store()
+    sim = jobset_cluster()
 
-    assert store.errors == []
-    assert [j["metadata"]["name"] for j in store.of_kind("Job")] == [
+    assert events(sim, "InvalidSpec") == []
+    assert [j["metadata"]["name"] for j in of_kind(sim, "Job")] == [
         "jobset-example-coordinator-0",
         "jobset-example-worker-0",
         "jobset-example-worker-1",
     ]
-    worker_1 = store.get("Job", "jobset-example-worker-1")
+    worker_1 = get(sim, "Job", "jobset-example-worker-1")
     assert owner_of(worker_1) == ("JobSet", "jobset-example", True)
     assert worker_1["spec"]["completionMode"] == "Indexed"
     assert worker_1["metadata"]["labels"] == {
@@ -47,12 +45,12 @@ def test_jobset_example_creates_jobs_and_indexed_pods() -> None:
         "jobset.sigs.k8s.io/restart-attempt": "0",
     }
 
-    pods = store.pods()
-    assert len(pods) == 5
-    pod_names = store.pod_names()
-    assert re.fullmatch(f"jobset-example-coordinator-0-0-{SUFFIX}", pod_names[0])
-    assert all(re.fullmatch(f"jobset-example-worker-[01]-[01]-{SUFFIX}", n) for n in pod_names[1:])
-    pod = next(p for p in pods if p["metadata"]["name"].startswith("jobset-example-worker-1-1-"))
+    all_pods = pods(sim)
+    assert len(all_pods) == 5
+    names_ = pod_names(sim)
+    assert re.fullmatch(f"jobset-example-coordinator-0-0-{SUFFIX}", names_[0])
+    assert all(re.fullmatch(f"jobset-example-worker-[01]-[01]-{SUFFIX}", n) for n in names_[1:])
+    pod = next(p for p in all_pods if p["metadata"]["name"].startswith("jobset-example-worker-1-1-"))
     labels = pod["metadata"]["labels"]
     assert labels["jobset.sigs.k8s.io/jobset-name"] == "jobset-example"
     assert labels["jobset.sigs.k8s.io/job-index"] == "1"
@@ -62,63 +60,78 @@ def test_jobset_example_creates_jobs_and_indexed_pods() -> None:
     assert pod["spec"]["subdomain"] == "jobset-example"
     assert pod["spec"]["schedulerName"] == "kai-scheduler"
     assert owner_of(pod) == ("Job", "jobset-example-worker-1", True)
+    assert set(phases(sim).values()) == {"Running"}
 
 
 def test_in_order_startup_waits_for_the_previous_replicated_job() -> None:
-    store = jobset_store(startupPolicy={"startupPolicyOrder": "InOrder"})
-    assert [j["metadata"]["name"] for j in store.of_kind("Job")] == ["jobset-example-coordinator-0"]
+    sim = jobset_cluster(startupPolicy={"startupPolicyOrder": "InOrder"})
+    assert [j["metadata"]["name"] for j in of_kind(sim, "Job")] == ["jobset-example-coordinator-0"]
+    assert len(pods(sim)) == 1
 
-    store.run_all()
-    assert len(store.of_kind("Job")) == 3
+    settle(sim)
+    assert len(of_kind(sim, "Job")) == 3
+    assert len(pods(sim)) == 5
 
 
 def test_all_jobs_succeeding_completes_the_jobset() -> None:
-    store = jobset_store()
-    store.run_all()
-    for name in store.pod_names():
-        store.set_phase(name, "Succeeded")
-    store.settle()
-    jobset = store.get("JobSet", "jobset-example")
+    docs = jobset_docs()
+    # the example's containers sleep 10s (coordinator) and 15s (workers)
+    for replicated, duration in zip(docs[0]["spec"]["replicatedJobs"], ("10s", "15s"), strict=True):
+        replicated["template"]["spec"]["template"]["metadata"] = {
+            "annotations": {"sim.kai.scheduler/duration": duration}
+        }
+    sim = simulate(docs)
+    settle(sim)
+
+    assert set(phases(sim).values()) == {"Succeeded"}
+    jobset = get(sim, "JobSet", "jobset-example")
     assert [c["type"] for c in jobset["status"]["conditions"]] == ["Completed"]
     assert {s["name"]: s["succeeded"] for s in jobset["status"]["replicatedJobsStatus"]} == {
         "coordinator": 1,
         "worker": 2,
     }
+    assert [e.object for e in events(sim, "AllJobsCompleted")] == ["JobSet/default/jobset-example"]
 
 
 def test_failed_job_restarts_the_jobset_with_the_next_attempt() -> None:
-    store = jobset_store()
-    store.run_all()
+    sim = jobset_cluster()
+    before = set(pod_names(sim))
     # backoffLimit is 0: one lost pod fails its Job, which restarts the JobSet.
-    victim = next(n for n in store.pod_names() if n.startswith("jobset-example-worker-0-"))
-    store.remove_pod(victim)
-    store.settle()
+    victim = next(n for n in before if n.startswith("jobset-example-worker-0-"))
+    remove(sim, victim)
+    settle(sim)
 
-    jobset = store.get("JobSet", "jobset-example")
+    jobset = get(sim, "JobSet", "jobset-example")
     assert jobset["status"]["restarts"] == 1
-    jobs = store.of_kind("Job")
+    jobs = of_kind(sim, "Job")
     assert len(jobs) == 3
     assert {j["metadata"]["labels"]["jobset.sigs.k8s.io/restart-attempt"] for j in jobs} == {"1"}
-    assert len(store.pods()) == 5
+    assert len(pods(sim)) == 5
+    assert before.isdisjoint(pod_names(sim))  # every pod of the first attempt is gone
+    assert set(phases(sim).values()) == {"Running"}
 
 
 def test_failure_past_max_restarts_fails_the_jobset() -> None:
-    store = jobset_store(failurePolicy={"maxRestarts": 0})
-    store.run_all()
-    store.remove_pod(store.pod_names()[0])
-    store.settle()
-    jobset = store.get("JobSet", "jobset-example")
-    assert jobset["status"]["conditions"][-1]["type"] == "Failed"
+    sim = jobset_cluster(failurePolicy={"maxRestarts": 0})
+    remove(sim, pod_names(sim)[0])
+    settle(sim)
+    jobset = get(sim, "JobSet", "jobset-example")
+    assert [(c["type"], c["reason"]) for c in jobset["status"]["conditions"]] == [("Failed", "FailedJobs")]
+    assert jobset["status"]["restarts"] == 0
+    assert pods(sim) == []  # the failed JobSet's Jobs stop their pods
 
 
 def test_suspended_jobset_creates_suspended_jobs() -> None:
-    store = jobset_store(suspend=True)
-    assert all(j["spec"]["suspend"] is True for j in store.of_kind("Job"))
-    assert store.pods() == []
+    sim = jobset_cluster(suspend=True)
+    settle(sim)
+    jobs = of_kind(sim, "Job")
+    assert len(jobs) == 3
+    assert all(j["spec"]["suspend"] is True for j in jobs)
+    assert pods(sim) == []
 
 
 def test_jobset_errors_name_the_field() -> None:
-    store = jobset_store(replicatedJobs=[])
-    assert [e.field for e in store.errors] == ["spec.replicatedJobs"]
-    store = jobset_store(successPolicy={"operator": "All", "targetReplicatedJobs": ["nope"]})
-    assert [e.field for e in store.errors] == ["spec.successPolicy.targetReplicatedJobs[0]"]
+    (error,) = refusal(jobset_docs(replicatedJobs=[]))
+    assert error.startswith("JobSet jobset-example: spec.replicatedJobs: "), error
+    (error,) = refusal(jobset_docs(successPolicy={"operator": "All", "targetReplicatedJobs": ["nope"]}))
+    assert error.startswith("JobSet jobset-example: spec.successPolicy.targetReplicatedJobs[0]: "), error

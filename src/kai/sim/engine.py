@@ -308,6 +308,7 @@ class Simulation:
         self._unbind_devices(self.pods[key])
         sim = self.pods.pop(key)
         self.raw_objects.pop((sim.pod.namespace, "", "Pod", sim.pod.name), None)
+        self._collect_garbage(sim.pod.meta.uid, f"Pod {sim.pod.name}")  # e.g. an LWS leader's worker StatefulSet
 
     def delete_pod(self, key: str, *, reason: str) -> None:
         """Delete a pod as the API server would: a running pod terminates over its grace period."""
@@ -326,14 +327,20 @@ class Simulation:
             return
         group = key[0].split("/", 1)[0]
         self.raw_objects.pop((workload.meta.namespace, group, workload.kind, workload.name), None)
-        uid = workload.meta.uid
+        self._collect_garbage(workload.meta.uid, f"{workload.kind} {workload.name}")
+
+    def _collect_garbage(self, uid: str, owner: str) -> None:
+        """Delete every pod and workload that names the deleted `owner` (by `uid`) among its owners."""
+
+        def owned(raw: Mapping[str, Any]) -> bool:
+            refs = (raw.get("metadata") or {}).get("ownerReferences") or []
+            return bool(uid) and any(ref.get("uid") == uid for ref in refs)
+
         for pod_key in sorted(self.pods):
-            refs = (self.pods[pod_key].raw.get("metadata") or {}).get("ownerReferences") or []
-            if any(ref.get("uid") == uid for ref in refs):
-                self.delete_pod(pod_key, reason=f"its owner {workload.kind} {workload.name} was deleted")
+            if pod_key in self.pods and owned(self.pods[pod_key].raw):  # an earlier deletion may have taken it
+                self.delete_pod(pod_key, reason=f"its owner {owner} was deleted")
         for other in sorted(self.workloads):
-            refs = (self.workloads[other].raw.get("metadata") or {}).get("ownerReferences") or []
-            if any(ref.get("uid") == uid for ref in refs):
+            if other in self.workloads and owned(self.workloads[other].raw):
                 self.delete_workload(other)
 
     def set_workload_status(self, key: tuple[str, str, str], status: Mapping[str, Any]) -> None:
@@ -365,9 +372,18 @@ class Simulation:
                 self._forget_pod(key)
                 self._event("Normal", "Killing", f"Pod/{key}", "pod deleted after its termination grace period")
             elif sim.status == TaskStatus.RUNNING and sim.finish_at is not None and sim.finish_at <= self.now + 1e-9:
-                sim.move(TaskStatus.SUCCEEDED)
-                self._unbind_devices(sim)
-                self._event("Normal", "Completed", f"Pod/{key}", "pod succeeded")
+                self.finish_pod(key)
+
+    def finish_pod(self, key: str, *, failed: bool = False) -> None:
+        """A running pod's containers exit, as the kubelet reports it: the pod Succeeded (or Failed, with
+        `failed`), keeps its name and no longer holds devices. Its controller reacts in the next cycle."""
+        sim = self.pods[key]
+        sim.move(TaskStatus.FAILED if failed else TaskStatus.SUCCEEDED)
+        self._unbind_devices(sim)
+        if failed:
+            self._event("Warning", "Failed", f"Pod/{key}", "pod failed")
+        else:
+            self._event("Normal", "Completed", f"Pod/{key}", "pod succeeded")
 
     def next_timed_event(self) -> float | None:
         times = [t for t, *_ in self._pending]

@@ -71,7 +71,7 @@ def validate_workload(workload: Workload) -> None:
             ) from None
 
 
-def _pod_view(sim: Simulation, key: str) -> dict[str, Any]:
+def pod_view(sim: Simulation, key: str) -> dict[str, Any]:
     """A pod as a controller would read it from the API server now."""
     pod = sim.pods[key]
     view = dict(pod.raw)
@@ -91,10 +91,11 @@ def _pod_view(sim: Simulation, key: str) -> dict[str, Any]:
     return view
 
 
-def _children_index(sim: Simulation) -> dict[str, list[Mapping[str, Any]]]:
+def children_index(sim: Simulation) -> dict[str, list[Mapping[str, Any]]]:
+    """Every pod (as `pod_view` shows it) and workload, under the uid of each owner it references."""
     index: dict[str, list[Mapping[str, Any]]] = {}
     for key in sorted(sim.pods):
-        view = _pod_view(sim, key)
+        view = pod_view(sim, key)
         for ref in view["metadata"].get("ownerReferences") or []:
             index.setdefault(str(ref.get("uid", "")), []).append(view)
     for wkey in sorted(sim.workloads):
@@ -104,20 +105,28 @@ def _children_index(sim: Simulation) -> dict[str, list[Mapping[str, Any]]]:
     return index
 
 
-def _delete(sim: Simulation, ref: controllers.ObjectRef) -> None:
+def _delete(sim: Simulation, ref: controllers.ObjectRef) -> bool:
+    """Delete as the API server would; True if the store changed (deleting a pod that is already being
+    deleted changes nothing, so a controller that asks again while the pod terminates lets passes end)."""
     key = f"{ref.namespace}/{ref.name}"
     if ref.kind == "Pod":
-        if key in sim.pods:
-            sim.delete_pod(key, reason="deleted by its controller")
-        return
+        pod = sim.pods.get(key)
+        if pod is None or pod.status == TaskStatus.RELEASING:
+            return False
+        sim.delete_pod(key, reason="deleted by its controller")
+        return True
+    deleted = False
     for wkey, workload in list(sim.workloads.items()):
         if workload.meta.uid == ref.uid or (
             workload.kind == ref.kind and workload.meta.namespace == ref.namespace and workload.name == ref.name
         ):
             sim.delete_workload(wkey)
+            deleted = True
+    return deleted
 
 
-def _create(sim: Simulation, owner: Workload, raw: Mapping[str, Any]) -> None:
+def _create(sim: Simulation, owner: Workload, raw: Mapping[str, Any]) -> bool:
+    """Create a controller's object; True if the store changed (False if it is refused)."""
     body = copy.deepcopy(dict(raw))
     meta = dict(body.get("metadata") or {})
     meta.setdefault("creationTimestamp", format_timestamp(sim.now))
@@ -128,18 +137,19 @@ def _create(sim: Simulation, owner: Workload, raw: Mapping[str, Any]) -> None:
         parsed = parse_document(Document(raw=body, source=source))
     except InputError as exc:
         sim.record_event("Warning", "FailedCreate", f"{owner.kind}/{owner.meta.namespace}/{owner.name}", str(exc))
-        return
+        return False
     if isinstance(parsed, SkippedObject):
-        return
+        return False
     sim.create(parsed, body)
+    return True
 
 
 def reconcile_all(sim: Simulation, names: controllers.NameSource) -> bool:
-    """Run controller passes until nothing changes; True if anything did."""
+    """Run controller passes until a pass changes nothing in the store; True if any pass did."""
     changed_any = False
     for _ in range(MAX_PASSES):
         changed = False
-        index = _children_index(sim)
+        index = children_index(sim)
         for wkey in sorted(sim.workloads):
             workload = sim.workloads.get(wkey)
             if workload is None:
@@ -160,16 +170,14 @@ def reconcile_all(sim: Simulation, names: controllers.NameSource) -> bool:
                 sim.record_event(
                     "Warning", "InvalidSpec", f"{workload.kind}/{workload.meta.namespace}/{workload.name}", str(error)
                 )
-            if not result.changed:
-                continue
-            changed = True
-            for ref in result.delete:
-                _delete(sim, ref)
-            for obj in result.create:
-                _create(sim, workload, obj)
+            applied = [_delete(sim, ref) for ref in result.delete]
+            applied += [_create(sim, workload, obj) for obj in result.create]
             if result.status is not None and wkey in sim.workloads:
                 sim.set_workload_status(wkey, result.status)
-            index = _children_index(sim)
+                applied.append(True)
+            if any(applied):
+                changed = True
+                index = children_index(sim)
         changed_any = changed_any or changed
         if not changed:
             break
