@@ -8,116 +8,138 @@ import re
 import pytest
 
 from kai.sim.controllers import names
+from kai.sim.engine import Simulation
 
-from .ministore import MiniStore, load, owner_of
+from .cluster import (
+    events,
+    finish,
+    get,
+    key,
+    load,
+    of_kind,
+    owner_of,
+    phases,
+    pod,
+    pod_names,
+    pods,
+    queue,
+    refusal,
+    remove,
+    settle,
+    simulate,
+    uid,
+)
 
 SUFFIX = f"[{names.ALPHABET}]{{5}}"
+JOB = "pytorch-dist-mnist-nccl"
+MASTER, WORKER_0, WORKER_1 = f"{JOB}-master-0", f"{JOB}-worker-0", f"{JOB}-worker-1"
 
 
-def pytorch_store(**spec_changes: object) -> MiniStore:
+def pytorch_docs(**spec_changes: object) -> list[dict]:
     docs = load("pytorch-job.yaml")
     docs[0]["spec"].update(spec_changes)
-    store = MiniStore()
-    store.apply(docs)
-    store.settle()
-    return store
+    return docs
+
+
+def pytorch_cluster(**spec_changes: object) -> Simulation:
+    return simulate(pytorch_docs(**spec_changes))
+
+
+def conditions(sim: Simulation, kind: str, name: str) -> list[str]:
+    return [c["type"] for c in get(sim, kind, name)["status"]["conditions"]]
 
 
 def test_pytorch_dist_mnist_nccl_gets_master_and_two_workers() -> None:
-    store = pytorch_store()
+    sim = pytorch_cluster()
 
-    assert store.errors == []
-    assert store.pod_names() == [
-        "pytorch-dist-mnist-nccl-master-0",
-        "pytorch-dist-mnist-nccl-worker-0",
-        "pytorch-dist-mnist-nccl-worker-1",
-    ]
-    master = store.get("Pod", "pytorch-dist-mnist-nccl-master-0")
+    assert events(sim, "InvalidSpec") == []
+    assert pod_names(sim) == [MASTER, WORKER_0, WORKER_1]
+    master = pod(sim, MASTER)
     assert master["metadata"]["labels"] == {
-        "training.kubeflow.org/job-name": "pytorch-dist-mnist-nccl",
+        "kai.scheduler/subgroup-name": "master",  # written by the pod grouper, not the training operator
+        "training.kubeflow.org/job-name": JOB,
         "training.kubeflow.org/job-role": "master",
         "training.kubeflow.org/operator-name": "pytorchjob-controller",
         "training.kubeflow.org/replica-index": "0",
         "training.kubeflow.org/replica-type": "master",
     }
-    worker = store.get("Pod", "pytorch-dist-mnist-nccl-worker-1")
+    worker = pod(sim, WORKER_1)
     assert worker["metadata"]["labels"]["training.kubeflow.org/replica-type"] == "worker"
     assert worker["metadata"]["labels"]["training.kubeflow.org/replica-index"] == "1"
     assert "training.kubeflow.org/job-role" not in worker["metadata"]["labels"]
-    for pod in store.pods():
-        assert owner_of(pod) == ("PyTorchJob", "pytorch-dist-mnist-nccl", True)
-        assert pod["spec"]["schedulerName"] == "kai-scheduler"
-        assert pod["spec"]["restartPolicy"] == "OnFailure"
-        assert pod["spec"]["containers"][0]["resources"] == {"limits": {"nvidia.com/gpu": "1"}}
+    assert worker["metadata"]["labels"]["kai.scheduler/subgroup-name"] == "worker"
+    job_uid = uid(get(sim, "PyTorchJob", JOB))
+    for p in pods(sim):
+        assert owner_of(p) == ("PyTorchJob", JOB, True)
+        assert p["metadata"]["ownerReferences"][0]["uid"] == job_uid
+        assert p["spec"]["schedulerName"] == "kai-scheduler"
+        assert p["spec"]["restartPolicy"] == "OnFailure"
+        assert p["spec"]["containers"][0]["resources"] == {"limits": {"nvidia.com/gpu": "1"}}
         # The training operator does not copy the job's labels: KAI reads the queue on the top owner.
-        assert "kai.scheduler/queue" not in pod["metadata"]["labels"]
+        assert "kai.scheduler/queue" not in p["metadata"]["labels"]
+        assert p["status"]["phase"] == "Running"
 
 
 def test_evicted_worker_is_recreated_with_the_same_name() -> None:
-    store = pytorch_store()
-    store.run_all()
-    old_uid = store.get("Pod", "pytorch-dist-mnist-nccl-worker-1")["metadata"]["uid"]
+    sim = pytorch_cluster()
+    old_uid = uid(pod(sim, WORKER_1))
 
-    store.terminate_pod("pytorch-dist-mnist-nccl-worker-1")
-    store.settle()
-    assert len(store.pods()) == 3  # the name is still taken while the pod terminates
+    sim.delete_pod(key(sim, WORKER_1), reason="evicted")
+    sim.step()
+    assert pod_names(sim) == [MASTER, WORKER_0, WORKER_1]  # the name is still taken while the pod terminates
+    assert uid(pod(sim, WORKER_1)) == old_uid
 
-    store.remove_pod("pytorch-dist-mnist-nccl-worker-1")
-    store.settle()
-    recreated = store.get("Pod", "pytorch-dist-mnist-nccl-worker-1")
-    assert recreated["metadata"]["uid"] != old_uid
-    assert recreated["status"] == {"phase": "Pending"}
+    remove(sim, WORKER_1)
+    recreated = pod(sim, WORKER_1)
+    assert uid(recreated) != old_uid
+    assert recreated["status"]["phase"] == "Running"  # recreated Pending, then placed in the same cycle
 
 
 def test_master_success_completes_the_job_and_nothing_is_recreated() -> None:
-    store = pytorch_store()
-    store.run_all()
-    store.set_phase("pytorch-dist-mnist-nccl-master-0", "Succeeded")
-    store.settle()
-    job = store.get("PyTorchJob", "pytorch-dist-mnist-nccl")
-    assert [c["type"] for c in job["status"]["conditions"]] == ["Created", "Succeeded"]
+    sim = pytorch_cluster()
+    sim.step()
+    finish(sim, MASTER)
+    sim.step()
+    assert conditions(sim, "PyTorchJob", JOB) == ["Created", "Succeeded"]
     # cleanPodPolicy defaults to None: the workers are left alone.
-    assert len(store.pods()) == 3
+    assert phases(sim) == {MASTER: "Succeeded", WORKER_0: "Running", WORKER_1: "Running"}
 
-    store.remove_pod("pytorch-dist-mnist-nccl-worker-0")
-    store.settle()
-    assert "pytorch-dist-mnist-nccl-worker-0" not in store.pod_names()
+    remove(sim, WORKER_0)
+    settle(sim)
+    assert pod_names(sim) == [MASTER, WORKER_1]
 
 
 def test_clean_pod_policy_running_deletes_running_workers_after_success() -> None:
-    store = pytorch_store(runPolicy={"cleanPodPolicy": "Running"})
-    store.run_all()
-    store.set_phase("pytorch-dist-mnist-nccl-master-0", "Succeeded")
-    store.settle()
-    assert store.pod_names() == ["pytorch-dist-mnist-nccl-master-0"]
+    sim = pytorch_cluster(runPolicy={"cleanPodPolicy": "Running"})
+    finish(sim, MASTER)
+    sim.step()
+    assert all("deletionTimestamp" in pod(sim, name)["metadata"] for name in (WORKER_0, WORKER_1))
+    settle(sim)
+    assert pod_names(sim) == [MASTER]
 
 
 def test_failed_pod_restarts_under_on_failure_until_the_backoff_limit() -> None:
-    store = pytorch_store(runPolicy={"backoffLimit": 1})
-    store.run_all()
-    store.set_phase("pytorch-dist-mnist-nccl-worker-0", "Failed")
-    store.settle()
-    assert store.get("Pod", "pytorch-dist-mnist-nccl-worker-0")["status"] == {"phase": "Pending"}
+    sim = pytorch_cluster(runPolicy={"backoffLimit": 1})
+    first = uid(pod(sim, WORKER_0))
+    finish(sim, WORKER_0, failed=True)
+    sim.step()
+    assert uid(pod(sim, WORKER_0)) != first
+    assert pod(sim, WORKER_0)["status"]["phase"] == "Running"
 
-    store.run_all()
-    store.set_phase("pytorch-dist-mnist-nccl-worker-0", "Failed")
-    store.settle()
-    job = store.get("PyTorchJob", "pytorch-dist-mnist-nccl")
-    assert job["status"]["conditions"][-1]["type"] == "Failed"
-    assert store.pods() == []
+    finish(sim, WORKER_0, failed=True)
+    settle(sim)
+    assert conditions(sim, "PyTorchJob", JOB)[-1] == "Failed"
+    assert pods(sim) == []
 
 
 def test_failed_pod_with_never_fails_the_job() -> None:
     docs = load("pytorch-job.yaml")
     docs[0]["spec"]["pytorchReplicaSpecs"]["Worker"]["restartPolicy"] = "Never"
-    store = MiniStore()
-    store.apply(docs)
-    store.settle()
-    store.set_phase("pytorch-dist-mnist-nccl-worker-1", "Failed")
-    store.settle()
-    job = store.get("PyTorchJob", "pytorch-dist-mnist-nccl")
-    assert job["status"]["conditions"][-1]["type"] == "Failed"
-    assert any(e.type == "Warning" and e.reason == "PyTorchJobFailed" for e in store.events)
+    sim = simulate(docs)
+    finish(sim, WORKER_1, failed=True)
+    sim.step()
+    assert conditions(sim, "PyTorchJob", JOB)[-1] == "Failed"
+    assert [(e.type, e.object) for e in events(sim, "PyTorchJobFailed")] == [("Warning", f"PyTorchJob/default/{JOB}")]
 
 
 def test_elastic_pytorchjob_starts_with_replicas_workers() -> None:
@@ -126,14 +148,14 @@ def test_elastic_pytorchjob_starts_with_replicas_workers() -> None:
     del spec["pytorchReplicaSpecs"]["Master"]
     spec["pytorchReplicaSpecs"]["Worker"]["replicas"] = 3
     spec["elasticPolicy"] = {"minReplicas": 1, "maxReplicas": 5}
-    store = MiniStore()
-    store.apply(docs)
-    store.settle()
-    assert store.pod_names() == [f"pytorch-dist-mnist-nccl-worker-{i}" for i in range(3)]
+    sim = simulate(docs)
+    assert pod_names(sim) == [f"{JOB}-worker-{i}" for i in range(3)]
 
 
 def test_suspended_training_job_has_no_pods() -> None:
-    assert pytorch_store(runPolicy={"suspend": True}).pods() == []
+    sim = pytorch_cluster(runPolicy={"suspend": True})
+    settle(sim)
+    assert pods(sim) == []
 
 
 @pytest.mark.parametrize(
@@ -167,9 +189,7 @@ def test_suspended_training_job_has_no_pods() -> None:
     ],
 )
 def test_kai_docs_training_examples(kind: str, expected: dict[str, tuple[str, str, bool]]) -> None:
-    store = MiniStore()
-    store.apply([d for d in load("kai-batch-examples.yaml") if d["kind"] == kind])
-    store.settle()
+    sim = simulate([d for d in load("kai-batch-examples.yaml") if d["kind"] == kind])
 
     got = {
         p["metadata"]["name"]: (
@@ -177,74 +197,66 @@ def test_kai_docs_training_examples(kind: str, expected: dict[str, tuple[str, st
             p["metadata"]["labels"]["training.kubeflow.org/operator-name"],
             p["metadata"]["labels"].get("training.kubeflow.org/job-role") == "master",
         )
-        for p in store.pods()
+        for p in pods(sim)
     }
     assert got == expected
-    assert {owner_of(p)[0] for p in store.pods()} == {kind}
+    assert {owner_of(p)[0] for p in pods(sim)} == {kind}
 
 
 def test_tfjob_without_chief_makes_worker_zero_the_master() -> None:
     docs = [d for d in load("kai-batch-examples.yaml") if d["kind"] == "TFJob"]
     del docs[0]["spec"]["tfReplicaSpecs"]["Chief"]
-    store = MiniStore()
-    store.apply(docs)
-    store.settle()
-    roles = {p["metadata"]["name"]: p["metadata"]["labels"].get("training.kubeflow.org/job-role") for p in store.pods()}
+    sim = simulate(docs)
+    roles = {p["metadata"]["name"]: p["metadata"]["labels"].get("training.kubeflow.org/job-role") for p in pods(sim)}
     assert roles == {"tf-dist-mnist-worker-0": "master", "tf-dist-mnist-worker-1": None}
 
 
 def test_mpijob_v2beta1_creates_workers_and_a_launcher_job() -> None:
-    store = MiniStore()
-    store.apply([d for d in load("kai-batch-examples.yaml") if d["kind"] == "MPIJob"])
-    store.settle()
+    sim = simulate([d for d in load("kai-batch-examples.yaml") if d["kind"] == "MPIJob"])
 
-    (launcher_job,) = store.of_kind("Job")
+    (launcher_job,) = of_kind(sim, "Job")
     assert launcher_job["metadata"]["name"] == "mpi-hello-world-launcher"
     assert launcher_job["metadata"]["labels"] == {"app": "mpi-hello-world"}
     assert owner_of(launcher_job) == ("MPIJob", "mpi-hello-world", True)
-    names_ = store.pod_names()
+    names_ = pod_names(sim)
     assert names_[1:] == ["mpi-hello-world-worker-0", "mpi-hello-world-worker-1"]
     assert re.fullmatch(f"mpi-hello-world-launcher-{SUFFIX}", names_[0])
-    launcher = store.get("Pod", names_[0])
+    launcher = pod(sim, names_[0])
     assert launcher["metadata"]["labels"]["training.kubeflow.org/job-role"] == "launcher"
     assert launcher["metadata"]["labels"]["training.kubeflow.org/operator-name"] == "mpi-operator"
     assert owner_of(launcher) == ("Job", "mpi-hello-world-launcher", True)
-    worker = store.get("Pod", "mpi-hello-world-worker-1")
+    worker = pod(sim, "mpi-hello-world-worker-1")
     assert worker["metadata"]["labels"]["training.kubeflow.org/job-role"] == "worker"
     assert worker["metadata"]["labels"]["training.kubeflow.org/replica-index"] == "1"
     assert (worker["spec"]["hostname"], worker["spec"]["subdomain"]) == ("mpi-hello-world-worker-1", "mpi-hello-world")
 
-    store.run_all()
-    store.set_phase(names_[0], "Succeeded")
-    store.settle()
-    mpijob = store.get("MPIJob", "mpi-hello-world")
-    assert mpijob["status"]["conditions"][-1]["type"] == "Succeeded"
+    sim.step()
+    finish(sim, names_[0])
+    settle(sim)
+    assert conditions(sim, "MPIJob", "mpi-hello-world")[-1] == "Succeeded"
 
 
 def test_mpijob_wait_for_workers_ready_delays_the_launcher() -> None:
     docs = [d for d in load("kai-batch-examples.yaml") if d["kind"] == "MPIJob"]
     docs[0]["spec"]["launcherCreationPolicy"] = "WaitForWorkersReady"
-    store = MiniStore()
-    store.apply(docs)
-    store.settle()
-    assert store.of_kind("Job") == []
+    sim = simulate(docs)
+    assert of_kind(sim, "Job") == []
+    assert phases(sim) == {"mpi-hello-world-worker-0": "Running", "mpi-hello-world-worker-1": "Running"}
 
-    store.run_all()
-    assert [j["metadata"]["name"] for j in store.of_kind("Job")] == ["mpi-hello-world-launcher"]
+    sim.step()  # the workers run: now the launcher Job is created
+    assert [j["metadata"]["name"] for j in of_kind(sim, "Job")] == ["mpi-hello-world-launcher"]
 
 
 def test_mpijob_v1_uses_the_training_operator_layout() -> None:
     docs = [d for d in load("kai-batch-examples.yaml") if d["kind"] == "MPIJob"]
     docs[0]["apiVersion"] = "kubeflow.org/v1"
-    store = MiniStore()
-    store.apply(docs)
-    store.settle()
+    sim = simulate(docs)
 
-    assert store.pod_names() == ["mpi-hello-world-launcher", "mpi-hello-world-worker-0", "mpi-hello-world-worker-1"]
-    launcher = store.get("Pod", "mpi-hello-world-launcher")
+    assert pod_names(sim) == ["mpi-hello-world-launcher", "mpi-hello-world-worker-0", "mpi-hello-world-worker-1"]
+    launcher = pod(sim, "mpi-hello-world-launcher")
     assert launcher["metadata"]["labels"]["training.kubeflow.org/job-role"] == "master"
     assert launcher["metadata"]["labels"]["training.kubeflow.org/operator-name"] == "mpijob-controller"
-    assert store.of_kind("Job") == []
+    assert of_kind(sim, "Job") == []
 
 
 def test_notebook_runs_one_statefulset_pod() -> None:
@@ -256,24 +268,23 @@ def test_notebook_runs_one_statefulset_pod() -> None:
             "template": {"spec": {"schedulerName": "kai-scheduler", "containers": [{"name": "nb", "image": "jupyter"}]}}
         },
     }
-    store = MiniStore()
-    store.apply([notebook])
-    store.settle()
+    sim = simulate([queue("team-a"), notebook])
 
-    (sts,) = store.of_kind("StatefulSet")
+    (sts,) = of_kind(sim, "StatefulSet")
     assert owner_of(sts) == ("Notebook", "nb", True)
-    (pod,) = store.pods()
-    assert pod["metadata"]["name"] == "nb-0"
-    assert owner_of(pod) == ("StatefulSet", "nb", True)
-    labels = pod["metadata"]["labels"]
+    (nb,) = pods(sim)
+    assert nb["metadata"]["name"] == "nb-0"
+    assert nb["metadata"]["namespace"] == "team"
+    assert owner_of(nb) == ("StatefulSet", "nb", True)
+    labels = nb["metadata"]["labels"]
     assert (labels["statefulset"], labels["notebook-name"], labels["kai.scheduler/queue"]) == ("nb", "nb", "team-a")
+    assert nb["status"]["phase"] == "Running"
 
     stopped = copy.deepcopy(notebook)
     stopped["metadata"]["annotations"] = {"kubeflow-resource-stopped": "2026-01-01T00:00:00Z"}
-    store = MiniStore()
-    store.apply([stopped])
-    store.settle()
-    assert store.pods() == []
+    sim = simulate([queue("team-a"), stopped])
+    settle(sim)
+    assert pods(sim) == []
 
 
 @pytest.mark.parametrize(
@@ -295,18 +306,13 @@ def test_notebook_runs_one_statefulset_pod() -> None:
 def test_invalid_pytorchjob_names_the_field(change, field: str) -> None:  # type: ignore[no-untyped-def]
     docs = load("pytorch-job.yaml")
     change(docs[0]["spec"])
-    store = MiniStore()
-    store.apply(docs)
-    store.settle()
-    assert store.pods() == []
-    assert [e.field for e in store.errors] == [field]
+    (error,) = refusal(docs)
+    assert error.startswith(f"PyTorchJob {JOB}: {field}: "), error
 
 
 def test_replica_type_keys_are_case_insensitive() -> None:
     docs = load("pytorch-job.yaml")
     specs = docs[0]["spec"]["pytorchReplicaSpecs"]
     specs["master"] = specs.pop("Master")
-    store = MiniStore()
-    store.apply(docs)
-    store.settle()
-    assert "pytorch-dist-mnist-nccl-master-0" in store.pod_names()
+    sim = simulate(docs)
+    assert MASTER in pod_names(sim)

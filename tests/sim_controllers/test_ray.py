@@ -5,25 +5,46 @@ from __future__ import annotations
 import copy
 import re
 
+from kai.sim import controllers
 from kai.sim.controllers import names
+from kai.sim.engine import Simulation
 
-from .ministore import MiniStore, load, owner_of
+from .cluster import (
+    events,
+    finish,
+    get,
+    key,
+    load,
+    of_kind,
+    owner_of,
+    phases,
+    pod_names,
+    pods,
+    queue,
+    refusal,
+    remove,
+    settle,
+    simulate,
+    uid,
+)
 
 SUFFIX = f"[{names.ALPHABET}]{{5}}"
 
 
-def ray_pods(store: MiniStore, node_type: str) -> list[dict]:
-    return [p for p in store.pods() if p["metadata"]["labels"].get("ray.io/node-type") == node_type]
+def ray_pods(sim: Simulation, node_type: str) -> list[dict]:
+    return [p for p in pods(sim) if p["metadata"]["labels"].get("ray.io/node-type") == node_type]
+
+
+def worker_names(sim: Simulation) -> list[str]:
+    return [p["metadata"]["name"] for p in ray_pods(sim, "worker")]
 
 
 def test_kai_scheduler_sample_creates_head_and_two_workers_with_kuberay_names() -> None:
-    store = MiniStore()
-    store.apply(load("ray-cluster.kai-scheduler.yaml"))
-    store.settle()
+    sim = simulate(load("ray-cluster.kai-scheduler.yaml"))
 
-    assert store.errors == []
-    (head,) = ray_pods(store, "head")
-    workers = ray_pods(store, "worker")
+    assert events(sim, "InvalidSpec") == []
+    (head,) = ray_pods(sim, "head")
+    workers = ray_pods(sim, "worker")
     assert re.fullmatch(f"raycluster-sample-head-{SUFFIX}", head["metadata"]["name"])
     assert len(workers) == 2
     for worker in workers:
@@ -32,30 +53,34 @@ def test_kai_scheduler_sample_creates_head_and_two_workers_with_kuberay_names() 
 
 
 def test_kai_scheduler_sample_pods_carry_kuberay_labels_queue_and_scheduler() -> None:
-    store = MiniStore()
-    store.apply(load("ray-cluster.kai-scheduler.yaml"))
-    store.settle()
+    sim = simulate(load("ray-cluster.kai-scheduler.yaml"))
 
-    (head,) = ray_pods(store, "head")
+    (head,) = ray_pods(sim, "head")
     assert head["metadata"]["labels"] == {
         "app.kubernetes.io/created-by": "kuberay-operator",
         "app.kubernetes.io/name": "kuberay",
         "kai.scheduler/queue": "team-a",
+        "kai.scheduler/subgroup-name": "headgroup",  # written by the pod grouper, not KubeRay
         "ray.io/cluster": "raycluster-sample",
         "ray.io/group": "headgroup",
         "ray.io/identifier": "raycluster-sample-head",
         "ray.io/is-ray-node": "yes",
         "ray.io/node-type": "head",
     }
-    assert head["metadata"]["annotations"] == {"ray.io/ft-enabled": "false"}
-    for pod in store.pods():
-        assert pod["spec"]["schedulerName"] == "kai-scheduler"
-        assert pod["metadata"]["labels"]["kai.scheduler/queue"] == "team-a"
-        assert owner_of(pod) == ("RayCluster", "raycluster-sample", True)
-        assert pod["metadata"]["ownerReferences"][0]["uid"] == "uid-raycluster-raycluster-sample"
-        assert pod["metadata"]["namespace"] == "default"
-        assert pod["status"] == {"phase": "Pending"}
-    worker = ray_pods(store, "worker")[0]
+    # KubeRay's one annotation, then what KAI's pod grouper and binder write
+    assert head["metadata"]["annotations"] == {
+        "ray.io/ft-enabled": "false",
+        "pod-group-name": f"pg-raycluster-sample-{uid(get(sim, 'RayCluster', 'raycluster-sample'))}",
+        "received-resource-type": "Regular",
+    }
+    for p in pods(sim):
+        assert p["spec"]["schedulerName"] == "kai-scheduler"
+        assert p["metadata"]["labels"]["kai.scheduler/queue"] == "team-a"
+        assert owner_of(p) == ("RayCluster", "raycluster-sample", True)
+        assert p["metadata"]["ownerReferences"][0]["uid"] == uid(get(sim, "RayCluster", "raycluster-sample"))
+        assert p["metadata"]["namespace"] == "default"
+        assert p["status"]["phase"] == "Running"
+    worker = ray_pods(sim, "worker")[0]
     assert worker["metadata"]["labels"]["ray.io/group"] == "worker"
     assert worker["metadata"]["labels"]["ray.io/identifier"] == "raycluster-sample-worker"
     assert worker["spec"]["containers"][0]["resources"] == {"requests": {"cpu": "1", "memory": "1Gi"}}
@@ -63,86 +88,77 @@ def test_kai_scheduler_sample_pods_carry_kuberay_labels_queue_and_scheduler() ->
 
 
 def test_gpu_sharing_sample_workers_keep_the_gpu_fraction_annotation() -> None:
-    store = MiniStore()
-    store.apply(load("ray-cluster.kai-gpu-sharing.yaml"))
-    store.settle()
+    sim = simulate(load("ray-cluster.kai-gpu-sharing.yaml"))
 
-    workers = ray_pods(store, "worker")
+    workers = ray_pods(sim, "worker")
     assert len(workers) == 2
     for worker in workers:
         assert re.fullmatch(f"raycluster-half-gpu-shared-gpu-worker-{SUFFIX}", worker["metadata"]["name"])
-        assert worker["metadata"]["annotations"] == {"gpu-fraction": "0.5"}
+        assert worker["metadata"]["annotations"]["gpu-fraction"] == "0.5"
+        assert worker["metadata"]["annotations"]["received-resource-type"] == "Fraction"
         assert worker["metadata"]["labels"]["ray.io/group"] == "shared-gpu"
-    (head,) = ray_pods(store, "head")
-    assert "gpu-fraction" not in head["metadata"].get("annotations", {})
+    assert workers[0]["metadata"]["labels"]["runai-gpu-group"] == workers[1]["metadata"]["labels"]["runai-gpu-group"]
+    (head,) = ray_pods(sim, "head")
+    assert "gpu-fraction" not in head["metadata"]["annotations"]
 
 
 def test_cluster_without_queue_label_gets_scheduler_name_but_no_queue() -> None:
     docs = load("ray-cluster.kai-scheduler.yaml")
     del docs[2]["metadata"]["labels"]
-    store = MiniStore()
-    store.apply(docs)
-    store.settle()
+    sim = simulate(docs)
 
-    assert len(store.pods()) == 3
-    for pod in store.pods():
-        assert pod["spec"]["schedulerName"] == "kai-scheduler"
-        assert "kai.scheduler/queue" not in pod["metadata"]["labels"]
+    assert len(pods(sim)) == 3
+    for p in pods(sim):
+        assert p["spec"]["schedulerName"] == "kai-scheduler"
+        assert "kai.scheduler/queue" not in p["metadata"]["labels"]
 
 
 def test_lost_worker_is_recreated_under_a_new_name() -> None:
-    store = MiniStore()
-    store.apply(load("ray-cluster.kai-scheduler.yaml"))
-    store.settle()
-    store.run_all()
-    lost = ray_pods(store, "worker")[0]["metadata"]["name"]
+    sim = simulate(load("ray-cluster.kai-scheduler.yaml"))
+    lost = worker_names(sim)[0]
 
-    store.remove_pod(lost)
-    store.settle()
+    remove(sim, lost)
 
-    workers = [p["metadata"]["name"] for p in ray_pods(store, "worker")]
+    workers = worker_names(sim)
     assert len(workers) == 2 and lost not in workers
     assert all(re.fullmatch(f"raycluster-sample-worker-worker-{SUFFIX}", name) for name in workers)
+    assert {p["status"]["phase"] for p in ray_pods(sim, "worker")} == {"Running"}
 
 
 def test_terminating_worker_is_replaced_only_once_gone() -> None:
-    store = MiniStore()
-    store.apply(load("ray-cluster.kai-scheduler.yaml"))
-    store.settle()
-    victim = ray_pods(store, "worker")[0]["metadata"]["name"]
+    sim = simulate(load("ray-cluster.kai-scheduler.yaml"))
+    before = worker_names(sim)
+    victim = before[0]
 
-    store.terminate_pod(victim)
-    store.settle()
-    assert len(ray_pods(store, "worker")) == 2
+    sim.delete_pod(key(sim, victim), reason="evicted")
+    sim.step()
+    assert worker_names(sim) == before  # the terminating worker still counts
 
-    store.remove_pod(victim)
-    store.settle()
-    assert len(ray_pods(store, "worker")) == 2
-    assert victim not in store.pod_names()
+    remove(sim, victim)
+    assert len(worker_names(sim)) == 2
+    assert victim not in pod_names(sim)
 
 
 def test_terminal_head_is_deleted_then_recreated() -> None:
-    store = MiniStore()
-    store.apply(load("ray-cluster.kai-scheduler.yaml"))
-    store.settle()
-    old_head = ray_pods(store, "head")[0]["metadata"]["name"]
+    sim = simulate(load("ray-cluster.kai-scheduler.yaml"))
+    (old_head,) = ray_pods(sim, "head")
 
-    store.set_phase(old_head, "Failed")
-    store.settle()
+    finish(sim, old_head["metadata"]["name"], failed=True)
+    sim.step()
 
-    (head,) = ray_pods(store, "head")
-    assert head["metadata"]["name"] != old_head
+    (head,) = ray_pods(sim, "head")
+    assert head["metadata"]["name"] != old_head["metadata"]["name"]
+    assert head["status"]["phase"] == "Running"
 
 
 def test_cluster_becomes_ready_when_all_pods_run() -> None:
-    store = MiniStore()
-    store.apply(load("ray-cluster.kai-scheduler.yaml"))
-    store.settle()
-    assert "state" not in store.get("RayCluster", "raycluster-sample")["status"]
+    sim = simulate(load("ray-cluster.kai-scheduler.yaml"))
+    # the controller last looked before this cycle's scheduler bound the pods
+    assert "state" not in get(sim, "RayCluster", "raycluster-sample")["status"]
 
-    store.run_all()
+    sim.step()
 
-    status = store.get("RayCluster", "raycluster-sample")["status"]
+    status = get(sim, "RayCluster", "raycluster-sample")["status"]
     assert status["state"] == "ready"
     assert status["desiredWorkerReplicas"] == 2
     assert status["readyWorkerReplicas"] == 2
@@ -151,7 +167,7 @@ def test_cluster_becomes_ready_when_all_pods_run() -> None:
 def worker_group(**fields: object) -> dict:
     group: dict = {
         "groupName": "g",
-        "template": {"spec": {"containers": [{"name": "w", "image": "ray"}]}},
+        "template": {"spec": {"schedulerName": "kai-scheduler", "containers": [{"name": "w", "image": "ray"}]}},
     }
     group.update(fields)
     return group
@@ -159,7 +175,9 @@ def worker_group(**fields: object) -> dict:
 
 def cluster(*groups: dict, **spec_fields: object) -> dict:
     spec: dict = {
-        "headGroupSpec": {"template": {"spec": {"containers": [{"name": "h", "image": "ray"}]}}},
+        "headGroupSpec": {
+            "template": {"spec": {"schedulerName": "kai-scheduler", "containers": [{"name": "h", "image": "ray"}]}}
+        },
         "workerGroupSpecs": list(groups),
     }
     spec.update(spec_fields)
@@ -167,8 +185,7 @@ def cluster(*groups: dict, **spec_fields: object) -> dict:
 
 
 def test_worker_counts_clamp_replicas_multiply_hosts_and_skip_suspended_groups() -> None:
-    store = MiniStore()
-    store.apply(
+    sim = simulate(
         [
             cluster(
                 worker_group(groupName="low", replicas=1, minReplicas=3, maxReplicas=5),
@@ -179,31 +196,27 @@ def test_worker_counts_clamp_replicas_multiply_hosts_and_skip_suspended_groups()
             )
         ]
     )
-    store.settle()
 
     counts: dict[str, int] = {}
-    for pod in ray_pods(store, "worker"):
-        group = pod["metadata"]["labels"]["ray.io/group"]
+    for p in ray_pods(sim, "worker"):
+        group = p["metadata"]["labels"]["ray.io/group"]
         counts[group] = counts.get(group, 0) + 1
     assert counts == {"low": 3, "high": 2, "hosts": 4, "unset": 1}
-    assert store.get("RayCluster", "rc")["status"]["desiredWorkerReplicas"] == 10
+    assert get(sim, "RayCluster", "rc")["status"]["desiredWorkerReplicas"] == 10
 
 
 def test_suspended_cluster_has_no_pods() -> None:
-    store = MiniStore()
-    store.apply([cluster(worker_group(replicas=2), suspend=True)])
-    store.settle()
+    sim = simulate([cluster(worker_group(replicas=2), suspend=True)])
+    settle(sim)
 
-    assert store.pods() == []
-    assert store.get("RayCluster", "rc")["status"]["state"] == "suspended"
+    assert pods(sim) == []
+    assert get(sim, "RayCluster", "rc")["status"]["state"] == "suspended"
 
 
 def test_autoscaling_head_gets_the_autoscaler_sidecar() -> None:
-    store = MiniStore()
-    store.apply([cluster(worker_group(replicas=1), enableInTreeAutoscaling=True)])
-    store.settle()
+    sim = simulate([cluster(worker_group(replicas=1), enableInTreeAutoscaling=True)])
 
-    (head,) = ray_pods(store, "head")
+    (head,) = ray_pods(sim, "head")
     autoscaler = head["spec"]["containers"][1]
     assert autoscaler["name"] == "autoscaler"
     assert autoscaler["resources"]["requests"] == {"cpu": "500m", "memory": "512Mi"}
@@ -212,11 +225,9 @@ def test_autoscaling_head_gets_the_autoscaler_sidecar() -> None:
 def test_template_labels_cannot_override_cluster_group_or_node_type() -> None:
     group = worker_group(replicas=1)
     group["template"]["metadata"] = {"labels": {"ray.io/group": "x", "ray.io/node-type": "head", "team": "a"}}
-    store = MiniStore()
-    store.apply([cluster(group)])
-    store.settle()
+    sim = simulate([cluster(group)])
 
-    (worker,) = ray_pods(store, "worker")
+    (worker,) = ray_pods(sim, "worker")
     labels = worker["metadata"]["labels"]
     assert (labels["ray.io/group"], labels["ray.io/node-type"], labels["team"]) == ("g", "worker", "a")
 
@@ -230,33 +241,36 @@ def test_invalid_cluster_specs_are_reported_with_their_field() -> None:
         "spec.workerGroupSpecs[1].groupName": cluster(worker_group(), worker_group()),
     }
     for field, manifest in cases.items():
-        store = MiniStore()
-        store.apply([manifest])
-        store.settle()
-        assert store.pods() == [], field
-        assert [e.field for e in store.errors] == [field]
-        (error,) = store.errors
-        assert str(error).startswith("RayCluster default/rc: ") and "To fix:" in str(error)
+        (error,) = refusal([manifest])
+        assert error.startswith(f"RayCluster rc: {field}: "), error
+        assert "To fix:" in error
+
+
+def run_and_lose_a_worker() -> Simulation:
+    sim = simulate(load("ray-cluster.kai-gpu-sharing.yaml"))
+    remove(sim, worker_names(sim)[0])
+    settle(sim)
+    return sim
 
 
 def test_same_input_twice_gives_the_same_names() -> None:
-    first, second = MiniStore(), MiniStore()
-    for store in (first, second):
-        store.apply(load("ray-cluster.kai-gpu-sharing.yaml"))
-        store.settle()
-        store.run_all()
-        store.remove_pod(ray_pods(store, "worker")[0]["metadata"]["name"])
-        store.settle()
-    assert first.pod_names() == second.pod_names()
-    assert [p["metadata"]["uid"] for p in first.pods()] == [p["metadata"]["uid"] for p in second.pods()]
+    first, second = run_and_lose_a_worker(), run_and_lose_a_worker()
+    assert pod_names(first) == pod_names(second)
+    assert [uid(p) for p in pods(first)] == [uid(p) for p in pods(second)]
+    assert len(pods(first)) == 3
 
 
 def test_another_seed_gives_other_names() -> None:
-    first, second = MiniStore(seed="a"), MiniStore(seed="b")
-    for store in (first, second):
-        store.apply(load("ray-cluster.kai-scheduler.yaml"))
-        store.settle()
-    assert first.pod_names() != second.pod_names()
+    (sample,) = [d for d in load("ray-cluster.kai-scheduler.yaml") if d["kind"] == "RayCluster"]
+    sample["metadata"]["uid"] = "uid-raycluster-sample"
+    controller = controllers.controller_for(sample)
+    assert controller is not None
+    created = [
+        [p["metadata"]["name"] for p in controller.reconcile(owner=sample, children=(), names=source).create]
+        for source in (controllers.SeededNameSource(seed="a"), controllers.SeededNameSource(seed="b"))
+    ]
+    assert len(created[0]) == len(created[1]) == 3
+    assert created[0] != created[1]
 
 
 # --- RayJob ---------------------------------------------------------------------------------
@@ -266,15 +280,18 @@ def rayjob_docs() -> list[dict]:
     return [d for d in load("kai-batch-examples.yaml") if d["kind"] == "RayJob"]
 
 
-def test_rayjob_creates_its_cluster_and_records_it_in_status() -> None:
-    store = MiniStore()
-    store.apply(rayjob_docs())
-    store.settle()
+def submitter(sim: Simulation) -> dict:
+    (found,) = [p for p in pods(sim) if owner_of(p)[0] == "Job"]
+    return found
 
-    (rc,) = store.of_kind("RayCluster")
+
+def test_rayjob_creates_its_cluster_and_records_it_in_status() -> None:
+    sim = simulate(rayjob_docs())
+
+    (rc,) = of_kind(sim, "RayCluster")
     name = rc["metadata"]["name"]
     assert re.fullmatch(f"rayjob-example-{SUFFIX}", name)
-    rayjob = store.get("RayJob", "rayjob-example")
+    rayjob = get(sim, "RayJob", "rayjob-example")
     assert rayjob["status"]["rayClusterName"] == name
     assert rayjob["status"]["jobDeploymentStatus"] == "Initializing"
     assert owner_of(rc) == ("RayJob", "rayjob-example", True)
@@ -283,93 +300,83 @@ def test_rayjob_creates_its_cluster_and_records_it_in_status() -> None:
         "ray.io/originated-from-cr-name": "rayjob-example",
         "ray.io/originated-from-crd": "RayJob",
     }
-    assert len(store.pods()) == 3
-    for pod in store.pods():
-        assert pod["metadata"]["labels"]["kai.scheduler/queue"] == "default-queue"
-        assert pod["metadata"]["labels"]["ray.io/cluster"] == name
-        assert owner_of(pod)[0] == "RayCluster"
-    assert store.of_kind("Job") == []
+    assert len(pods(sim)) == 3
+    for p in pods(sim):
+        assert p["metadata"]["labels"]["kai.scheduler/queue"] == "default-queue"
+        assert p["metadata"]["labels"]["ray.io/cluster"] == name
+        assert owner_of(p)[0] == "RayCluster"
+    assert of_kind(sim, "Job") == []
 
 
 def test_rayjob_submits_after_the_cluster_is_ready_and_completes_with_the_submitter() -> None:
-    store = MiniStore()
-    store.apply(rayjob_docs())
-    store.settle()
-    store.run_all()
+    sim = simulate(rayjob_docs())
+    settle(sim)
 
-    (submitter_job,) = store.of_kind("Job")
+    (submitter_job,) = of_kind(sim, "Job")
     assert submitter_job["metadata"]["name"] == "rayjob-example"
     assert owner_of(submitter_job) == ("RayJob", "rayjob-example", True)
-    (submitter,) = [p for p in store.pods() if owner_of(p)[0] == "Job"]
-    assert re.fullmatch(f"rayjob-example-{SUFFIX}", submitter["metadata"]["name"])
-    assert submitter["spec"]["schedulerName"] == "kai-scheduler"
-    assert submitter["metadata"]["labels"]["kai.scheduler/queue"] == "default-queue"
-    assert submitter["spec"]["containers"][0]["resources"]["requests"] == {"cpu": "500m", "memory": "200Mi"}
-    assert store.get("RayJob", "rayjob-example")["status"]["jobDeploymentStatus"] == "Running"
-    assert any(e.reason == "KAISchedulerK8sJobMode" and e.type == "Warning" for e in store.events)
+    pod_ = submitter(sim)
+    assert re.fullmatch(f"rayjob-example-{SUFFIX}", pod_["metadata"]["name"])
+    assert pod_["spec"]["schedulerName"] == "kai-scheduler"
+    assert pod_["metadata"]["labels"]["kai.scheduler/queue"] == "default-queue"
+    assert pod_["spec"]["containers"][0]["resources"]["requests"] == {"cpu": "500m", "memory": "200Mi"}
+    assert pod_["status"]["phase"] == "Running"
+    assert get(sim, "RayJob", "rayjob-example")["status"]["jobDeploymentStatus"] == "Running"
+    assert [e.type for e in events(sim, "KAISchedulerK8sJobMode")] == ["Warning"]
 
-    store.run_all()
-    store.set_phase(submitter["metadata"]["name"], "Succeeded")
-    store.settle()
+    finish(sim, pod_["metadata"]["name"])
+    settle(sim)
 
-    status = store.get("RayJob", "rayjob-example")["status"]
+    status = get(sim, "RayJob", "rayjob-example")["status"]
     assert (status["jobDeploymentStatus"], status["jobStatus"]) == ("Complete", "SUCCEEDED")
-    assert len(store.of_kind("RayCluster")) == 1  # shutdownAfterJobFinishes is false
+    assert len(of_kind(sim, "RayCluster")) == 1  # shutdownAfterJobFinishes is false
+    assert len(ray_pods(sim, "worker")) == 2
 
 
 def test_rayjob_with_shutdown_deletes_its_cluster_when_done() -> None:
     docs = rayjob_docs()
     docs[0]["spec"]["shutdownAfterJobFinishes"] = True
-    store = MiniStore()
-    store.apply(docs)
-    store.settle()
-    store.run_all()
-    store.run_all()
-    submitter = next(p for p in store.pods() if owner_of(p)[0] == "Job")
-    store.set_phase(submitter["metadata"]["name"], "Succeeded")
-    store.settle()
+    sim = simulate(docs)
+    settle(sim)
+    finish(sim, submitter(sim)["metadata"]["name"])
+    settle(sim)
 
-    assert store.of_kind("RayCluster") == []
-    assert [owner_of(p)[0] for p in store.pods()] == ["Job"]
+    assert of_kind(sim, "RayCluster") == []
+    assert [(owner_of(p)[0], p["status"]["phase"]) for p in pods(sim)] == [("Job", "Succeeded")]
 
 
 def test_rayjob_http_mode_has_no_submitter_and_suspend_creates_nothing() -> None:
     docs = rayjob_docs()
     docs[0]["spec"]["submissionMode"] = "HTTPMode"
-    store = MiniStore()
-    store.apply(docs)
-    store.settle()
-    store.run_all()
-    assert store.of_kind("Job") == []
-    assert store.get("RayJob", "rayjob-example")["status"]["jobDeploymentStatus"] == "Running"
+    sim = simulate(docs)
+    settle(sim)
+    assert of_kind(sim, "Job") == []
+    assert get(sim, "RayJob", "rayjob-example")["status"]["jobDeploymentStatus"] == "Running"
 
     suspended = rayjob_docs()
     suspended[0]["spec"]["suspend"] = True
-    store = MiniStore()
-    store.apply(suspended)
-    store.settle()
-    assert store.of_kind("RayCluster") == [] and store.pods() == []
+    sim = simulate(suspended)
+    settle(sim)
+    assert of_kind(sim, "RayCluster") == [] and pods(sim) == []
 
 
 def test_rayjob_duration_annotation_reaches_the_default_submitter() -> None:
     docs = rayjob_docs()
     docs[0]["metadata"]["annotations"] = {"sim.kai.scheduler/duration": "90s"}
-    store = MiniStore()
-    store.apply(docs)
-    store.settle()
-    store.run_all()
+    sim = simulate(docs)
+    settle(sim)
 
-    submitter = next(p for p in store.pods() if owner_of(p)[0] == "Job")
-    assert submitter["metadata"]["annotations"]["sim.kai.scheduler/duration"] == "90s"
+    pod_ = submitter(sim)
+    assert pod_["metadata"]["annotations"]["sim.kai.scheduler/duration"] == "90s"
+    assert pod_["status"]["phase"] == "Succeeded"  # it ran for 90s of virtual time
+    assert get(sim, "RayJob", "rayjob-example")["status"]["jobStatus"] == "SUCCEEDED"
 
 
 def test_rayjob_without_cluster_spec_is_an_error() -> None:
     docs = rayjob_docs()
     del docs[0]["spec"]["rayClusterSpec"]
-    store = MiniStore()
-    store.apply(docs)
-    store.settle()
-    assert [e.field for e in store.errors] == ["spec.rayClusterSpec"]
+    (error,) = refusal(docs)
+    assert error.startswith("RayJob rayjob-example: spec.rayClusterSpec: "), error
 
 
 # --- RayService -----------------------------------------------------------------------------
@@ -379,18 +386,17 @@ def test_rayservice_creates_a_cluster_and_promotes_it_when_ready() -> None:
     service = copy.deepcopy(cluster(worker_group(replicas=1)))
     service.update(kind="RayService", metadata={"name": "serve", "labels": {"kai.scheduler/queue": "team-a"}})
     service["spec"] = {"rayClusterConfig": service["spec"]}
-    store = MiniStore()
-    store.apply([service])
-    store.settle()
+    sim = simulate([queue("team-a"), service])
 
-    (rc,) = store.of_kind("RayCluster")
+    (rc,) = of_kind(sim, "RayCluster")
     assert re.fullmatch(f"serve-{SUFFIX}", rc["metadata"]["name"])
     assert rc["metadata"]["labels"]["ray.io/originated-from-crd"] == "RayService"
-    status = store.get("RayService", "serve")["status"]
+    status = get(sim, "RayService", "serve")["status"]
     assert status["pendingServiceStatus"] == {"rayClusterName": rc["metadata"]["name"]}
-    assert all(p["metadata"]["labels"]["kai.scheduler/queue"] == "team-a" for p in store.pods())
+    assert all(p["metadata"]["labels"]["kai.scheduler/queue"] == "team-a" for p in pods(sim))
+    assert set(phases(sim).values()) == {"Running"}
 
-    store.run_all()
-    status = store.get("RayService", "serve")["status"]
+    settle(sim)
+    status = get(sim, "RayService", "serve")["status"]
     assert status["activeServiceStatus"] == {"rayClusterName": rc["metadata"]["name"]}
     assert status["pendingServiceStatus"] == {}

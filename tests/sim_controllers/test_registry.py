@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
-from kai.sim import controllers
+from kai.sim import controllers, output, reconcile
 from kai.sim.controllers import model, names
+from kai.sim.engine import Simulation
 
-from .ministore import MiniStore, load
+from .cluster import load, pod_names, pods, queue, remove, settle, simulate
 
 EXPECTED_KEYS = {
     "apps/Deployment",
@@ -147,20 +148,29 @@ def test_owner_without_uid_or_spec_is_an_error_value() -> None:
     assert "must be a mapping" in error.message
 
 
+def every_example_cluster() -> Simulation:
+    """Every example at once, with the queues they name, run until nothing changes."""
+    sim = simulate([queue("test"), queue("team-a"), *every_example()])
+    settle(sim)
+    return sim
+
+
 def test_reconcile_does_not_mutate_its_inputs() -> None:
-    store = MiniStore()
-    store.apply(every_example())
-    store.settle()
-    store.run_all()
-    for obj in list(store.objects.values()):
-        controller = controllers.controller_for(obj)
-        if controller is None:
-            continue
-        children = store.children(obj)
-        owner_before, children_before = copy.deepcopy(obj), copy.deepcopy(children)
-        result = controller.reconcile(owner=obj, children=children, names=controllers.SeededNameSource())
-        assert obj == owner_before and children == children_before
-        assert not result.changed, obj["metadata"]["name"]  # settled: nothing left to do
+    sim = every_example_cluster()
+    assert len(pods(sim)) > 20 and {p["status"]["phase"] for p in pods(sim)} == {"Running"}
+    index = reconcile.children_index(sim)
+    checked = 0
+    for workload in list(sim.workloads.values()):
+        owner = workload.raw
+        controller = controllers.controller_for(owner)
+        assert controller is not None
+        children = index.get(workload.meta.uid, [])
+        owner_before, children_before = copy.deepcopy(owner), copy.deepcopy(children)
+        result = controller.reconcile(owner=owner, children=children, names=controllers.SeededNameSource(), now=sim.now)
+        assert owner == owner_before and children == children_before
+        assert not result.changed, workload.name  # settled: nothing left to do
+        checked += 1
+    assert checked == len(sim.workloads) > 10
 
 
 def test_large_replicaset_is_fast_enough() -> None:
@@ -177,11 +187,13 @@ def test_large_replicaset_is_fast_enough() -> None:
 def test_whole_simulation_is_byte_identical_across_runs() -> None:
     dumps = []
     for _ in range(2):
-        store = MiniStore()
-        store.apply(every_example())
-        store.settle()
-        store.run_all()
-        store.remove_pod(store.pod_names()[0])
-        store.settle()
-        dumps.append(json.dumps(sorted(store.objects.items()), sort_keys=True))
+        sim = every_example_cluster()
+        remove(sim, pod_names(sim)[0])
+        settle(sim)
+        state = {
+            "sim": output.build(sim),
+            "pods": pods(sim),
+            "workloads": sorted((list(k), w.raw) for k, w in sim.workloads.items()),
+        }
+        dumps.append(json.dumps(state, sort_keys=True))
     assert dumps[0] == dumps[1]
