@@ -153,6 +153,8 @@ class Session:
         # per node, the most room on any shared device now / once its releasing holders leave
         self.shared_room_now: Vector = np.zeros(nodes.count)
         self.shared_room_later: Vector = np.zeros(nodes.count)
+        # per node, the free portions on all its shared devices (devices whose holders all leave excluded)
+        self.shared_room_total: Vector = np.zeros(nodes.count)
         for node in self.devices:
             self.refresh_shared_rooms(node)
         self.min_gpu_memory = int(nodes.gpu_memory_mib.min()) if nodes.count else 100
@@ -173,6 +175,8 @@ class Session:
             for job in snapshot.jobs
         ]
         self.job_version: npt.NDArray[np.int64] = np.zeros(len(snapshot.jobs), dtype=np.int64)
+        # per node, a counter statements bump whenever the node's resources or shared devices change
+        self.node_version: npt.NDArray[np.int64] = np.zeros(nodes.count, dtype=np.int64)
         self._attempt_cache: dict[int, tuple[int, Vector]] = {}
         self.simulated_attempts: dict[int, Vector] = {}  # set by the victim search while it re-places victims
         for job in snapshot.jobs:
@@ -210,7 +214,7 @@ class Session:
 
     # ----------------------------------------------------------------- extension points
     def refresh_shared_rooms(self, node: int) -> None:
-        """Recompute a node's best shared-device room after its devices changed (statements call this)."""
+        """Recompute a node's shared-device rooms after its devices changed (statements call this)."""
         now = later = 0.0
         for dev in self.devices.get(node, {}).values():
             if dev.all_releasing:
@@ -219,6 +223,8 @@ class Session:
             later = max(later, dev.room_later())
         self.shared_room_now[node] = now
         self.shared_room_later[node] = later
+        devices = self.devices.get(node, {})
+        self.shared_room_total[node] = sum(max(0.0, d.room_now()) for d in devices.values() if not d.all_releasing)
 
     def set_gpu_policy(self, policy: GpuPolicy) -> None:
         if self.gpu_policy is not None:

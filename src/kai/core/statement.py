@@ -51,9 +51,7 @@ class Statement:
         self.rollback(0)
 
     # ----------------------------------------------------------------- operations
-    def place(
-        self, task: Task, node: int, *, pipelined: bool, choice: gpu_devices.DeviceChoice | None
-    ) -> None:
+    def place(self, task: Task, node: int, *, pipelined: bool, choice: gpu_devices.DeviceChoice | None) -> None:
         """Allocate the task on the node (or pipeline it onto resources still being released)."""
         s = self.session
         req = task.request
@@ -78,9 +76,7 @@ class Statement:
                 gid = gpu_devices.new_group_id(
                     node=s.snapshot.nodes.names[node], now=s.now, task_key=task.key, ordinal=k
                 )
-                devs[gid] = gpu_devices.SharedDevice(
-                    group=gid, used=portion, releasing=0.0, tasks={task.index}
-                )
+                devs[gid] = gpu_devices.SharedDevice(group=gid, used=portion, releasing=0.0, tasks={task.index})
                 created.append(gid)
                 if s.idle[node, GPU] >= 1.0 - gpu_devices.EPS:
                     s.idle[node, GPU] -= 1.0
@@ -100,6 +96,7 @@ class Statement:
         s.gpu_groups[task.index] = groups
         s.podset_alive[task.job][task.podset] += 1
         s.job_version[task.job] += 1
+        s.node_version[node] += 1
         charge = s.task_charge[task.index]
         s._charge_queue(job, charge, +1.0)
 
@@ -121,6 +118,7 @@ class Statement:
             s.gpu_groups[task.index] = previous_groups
             s.podset_alive[task.job][task.podset] -= 1
             s.job_version[task.job] += 1
+            s.node_version[node] += 1
             s._charge_queue(job, charge, -1.0)
 
         kind = Kind.PIPELINE if pipelined else Kind.BIND
@@ -165,6 +163,7 @@ class Statement:
         s.status[task.index] = TaskStatus.RELEASING
         s.podset_alive[task.job][task.podset] -= 1
         s.job_version[task.job] += 1
+        s.node_version[node] += 1
         charge = s.task_charge[task.index]
         s._charge_queue(job, charge, -1.0)
 
@@ -179,6 +178,7 @@ class Statement:
             s.status[task.index] = previous_status
             s.podset_alive[task.job][task.podset] += 1
             s.job_version[task.job] += 1
+            s.node_version[node] += 1
             s._charge_queue(job, charge, +1.0)
 
         self._ops.append(

@@ -277,6 +277,30 @@ class DeviceState:
         if np.any(self.free_gpu[padding] != 0):
             raise ValueError("free_gpu must be 0 in padding slots (device index >= gpu_count)")
 
+    @classmethod
+    def unchecked(
+        cls,
+        *,
+        free_cpu: FloatArray,
+        free_memory: FloatArray,
+        free_gpu: FloatArray,
+        gpu_count: IntArray,
+        gpu_model: IntArray,
+        models: tuple[str, ...],
+    ) -> DeviceState:
+        """A state from arrays the caller keeps consistent itself (copied and frozen, not validated)."""
+        state = object.__new__(cls)
+        for name, value, dtype in (
+            ("free_cpu", free_cpu, np.float64),
+            ("free_memory", free_memory, np.float64),
+            ("free_gpu", free_gpu, np.float64),
+            ("gpu_count", gpu_count, np.int64),
+            ("gpu_model", gpu_model, np.int64),
+        ):
+            object.__setattr__(state, name, _frozen(np.array(value, dtype=dtype)))
+        object.__setattr__(state, "models", models)
+        return state
+
     @property
     def node_count(self) -> int:
         return int(self.free_cpu.shape[0])
@@ -327,13 +351,25 @@ def task_model_mask(*, shape: TaskShape, models: Sequence[str]) -> BoolArray:
     return np.array([name in allowed for name in models] + [False], dtype=np.bool_)
 
 
-def feasible_nodes(*, state: DeviceState, shape: TaskShape, memory_mib: float = 0.0) -> BoolArray:
-    """Nodes the task fits on: CPU, memory, GPU model, and `num_gpu` devices with `gpu_milli` free."""
-    ok: BoolArray = (state.free_cpu + EPS >= shape.cpu_milli) & (state.free_memory + EPS >= memory_mib)
+def feasible_nodes(
+    *, state: DeviceState, shape: TaskShape, memory_mib: float = 0.0, rows: IntArray | None = None
+) -> BoolArray:
+    """Nodes the task fits on: CPU, memory, GPU model, and `num_gpu` devices with `gpu_milli` free.
+
+    With `rows`, only those nodes are looked at (the others read as not fitting)."""
+    if rows is not None:
+        out = np.zeros(state.node_count, dtype=np.bool_)
+        out[rows] = _fits(state, shape, memory_mib, rows)
+        return out
+    return _fits(state, shape, memory_mib, slice(None))
+
+
+def _fits(state: DeviceState, shape: TaskShape, memory_mib: float, rows: IntArray | slice) -> BoolArray:
+    ok: BoolArray = (state.free_cpu[rows] + EPS >= shape.cpu_milli) & (state.free_memory[rows] + EPS >= memory_mib)
     if not shape.needs_gpu:
         return ok
-    ok &= task_model_mask(shape=shape, models=state.models)[state.model_column()]
-    roomy = (state.free_gpu + EPS >= shape.gpu_milli).sum(axis=1)
+    ok &= task_model_mask(shape=shape, models=state.models)[state.model_column()[rows]]
+    roomy = (state.free_gpu[rows] + EPS >= shape.gpu_milli).sum(axis=1)
     ok &= roomy >= shape.num_gpu
     return ok
 
@@ -398,6 +434,29 @@ class FgdScores:
         return int(tied[np.argmin(tie_rank[tied])])
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class NodeBase:
+    """Per node, what `fgd_scores` starts from: free milli-GPU, per-level device counts and free sums,
+    and the node's fragmentation F. Rows depend on their own node only, so a caller that keeps the
+    state between tasks recomputes just the rows of nodes that changed (`node_base(rows=...)`)."""
+
+    idle: FloatArray  # [N]
+    count: IntArray  # [N, L]
+    above: FloatArray  # [N, L]
+    before: FloatArray  # [N]
+
+
+def node_base(*, state: DeviceState, target: TargetWorkload, rows: IntArray | None = None) -> NodeBase:
+    """`NodeBase` of the given rows (default: every node) of the state."""
+    free_gpu = state.free_gpu if rows is None else state.free_gpu[rows]
+    free_cpu = state.free_cpu if rows is None else state.free_cpu[rows]
+    model_col = state.model_column() if rows is None else state.model_column()[rows]
+    idle = free_gpu.sum(axis=1)
+    count, above = _level_stats(free_gpu, target.levels)
+    before = idle - _usable(target, free_cpu, count, above, model_col)
+    return NodeBase(idle=idle, count=count, above=above, before=before)
+
+
 def fgd_scores(
     *,
     state: DeviceState,
@@ -405,17 +464,21 @@ def fgd_scores(
     target: TargetWorkload,
     memory_mib: float = 0.0,
     integer_scores: bool = False,
+    base: NodeBase | None = None,
+    rows: IntArray | None = None,
 ) -> FgdScores:
     """Score placing one task on every node by the increase of fragmentation it causes.
 
     `integer_scores` selects the authors' integer comparison (see `FgdScores`). Pure, no side
-    effects. The base state costs feasible nodes x devices; each candidate
-    placement then costs O(distinct shares + shape groups) through incremental updates of the
-    per-share device counts and free sums.
+    effects. The base state costs feasible nodes x devices (or nothing when the caller passes the
+    state's `NodeBase`, kept up to date row by row); each candidate placement then costs
+    O(distinct shares + shape groups) through incremental updates of the per-share device counts
+    and free sums. Every node is evaluated on its own, so with `rows` only those nodes are (the
+    others read as infeasible): a caller that remembers a shape's scores redoes the changed nodes.
     """
     _check_models(state, target)
     n_nodes, n_dev = state.free_gpu.shape
-    feasible = feasible_nodes(state=state, shape=shape, memory_mib=memory_mib)
+    feasible = feasible_nodes(state=state, shape=shape, memory_mib=memory_mib, rows=rows)
     delta = np.full(n_nodes, np.inf)
     devices = np.full((n_nodes, shape.num_gpu), -1, dtype=np.int64)
     nodes = np.flatnonzero(feasible)
@@ -430,9 +493,13 @@ def fgd_scores(
     free_gpu = state.free_gpu[nodes]
     free_cpu = state.free_cpu[nodes]
     model_col = state.model_column()[nodes]
-    idle = free_gpu.sum(axis=1)
-    count, above = _level_stats(free_gpu, target.levels)
-    before = idle - _usable(target, free_cpu, count, above, model_col)
+    if base is None:
+        start = node_base(state=state, target=target, rows=nodes)
+    else:
+        start = NodeBase(
+            idle=base.idle[nodes], count=base.count[nodes], above=base.above[nodes], before=base.before[nodes]
+        )
+    idle, count, above, before = start.idle, start.count, start.above, start.before
     cpu_after = free_cpu - shape.cpu_milli
     levels = target.levels
 

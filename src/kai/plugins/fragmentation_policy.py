@@ -15,6 +15,7 @@ the placement range 0..9, so they combine with the other node scores as bin-pack
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -96,10 +97,12 @@ class FragmentationState:
         width = max(1, int(self.gpu_count.max()) if nodes.count else 1)
         self.free_gpu = np.zeros((nodes.count, width))
         self.layout: list[list[str | None]] = [[] for _ in range(nodes.count)]  # row slot -> group (None: whole)
-        self._seen = np.full((nodes.count, 2 * snap.resources.size), np.nan)
+        self._seen = np.full(nodes.count, -1, dtype=np.int64)  # node versions the rows were built at
         shapes = [task_shape(session, t) for t in snap.tasks]
         distribution = fragmentation.TaskShapeDistribution.from_shapes(shapes)
         self.target = distribution.target(models=self.models) if shapes else None
+        self._state: fragmentation.DeviceState | None = None
+        self._base: fragmentation.NodeBase | None = None
 
     def _rebuild(self, node: int) -> None:
         s = self.session
@@ -118,36 +121,69 @@ class FragmentationState:
         self.free_gpu[node] = row
         self.layout[node] = layout
 
-    def refresh(self) -> None:
-        s = self.session
-        current = np.concatenate([s.idle, s.releasing], axis=1)
-        changed = np.flatnonzero(np.any(current != self._seen, axis=1))
+    def refresh(self) -> npt.NDArray[np.int64]:
+        """Rebuild the rows of nodes a statement changed since they were built; returns those nodes."""
+        versions = self.session.node_version
+        changed = np.flatnonzero(versions != self._seen)
         for node in changed:
             self._rebuild(int(node))
-        self._seen[changed] = current[changed]
+        self._seen[changed] = versions[changed]
+        return changed
 
     def state(self) -> fragmentation.DeviceState:
-        self.refresh()
-        s = self.session
-        return fragmentation.DeviceState(
-            free_cpu=np.maximum(s.idle[:, CPU], 0.0),
-            free_memory=np.maximum(s.idle[:, MEMORY], 0.0) / MIB,
-            free_gpu=self.free_gpu,
-            gpu_count=self.gpu_count,
-            gpu_model=self.gpu_model,
-            models=self.models,
-        )
+        """The device state of the session now (rebuilt only when some node changed)."""
+        self.current()
+        assert self._state is not None
+        return self._state
+
+    def current(self) -> tuple[fragmentation.DeviceState, fragmentation.NodeBase | None]:
+        """The device state and, with a target workload, each node's FGD base (rows of changed nodes redone)."""
+        changed = self.refresh()
+        if self._state is None or changed.size:
+            s = self.session
+            self._state = fragmentation.DeviceState.unchecked(
+                free_cpu=np.maximum(s.idle[:, CPU], 0.0),
+                free_memory=np.maximum(s.idle[:, MEMORY], 0.0) / MIB,
+                free_gpu=self.free_gpu,
+                gpu_count=self.gpu_count,
+                gpu_model=self.gpu_model,
+                models=self.models,
+            )
+            if self.target is not None:
+                if self._base is None:
+                    self._base = fragmentation.node_base(state=self._state, target=self.target)
+                else:
+                    rows = fragmentation.node_base(state=self._state, target=self.target, rows=changed)
+                    for name in ("idle", "count", "above", "before"):
+                        getattr(self._base, name)[changed] = getattr(rows, name)
+        return self._state, self._base
+
+
+@dataclass(kw_only=True, slots=True)
+class _Remembered:
+    """A task shape's FGD evaluation, node by node, and the node versions each row was computed at."""
+
+    versions: npt.NDArray[np.int64]
+    feasible: npt.NDArray[np.bool_]
+    delta: Vector
+    devices: npt.NDArray[np.int64]
 
 
 class FragmentationPlugin:
-    """Registers the FGD node score and device choice when the GPU placement policy is `fragmentation`."""
+    """Registers the FGD node score and device choice when the GPU placement policy is `fragmentation`.
+
+    A shape's evaluation is remembered: the next task of the same shape re-evaluates only the nodes
+    a statement changed since (every node is scored on its own, so the result is the same).
+    """
 
     name = "fragmentation"
+    REMEMBERED_SHAPES = 512
 
     def __init__(self) -> None:
         self.view: FragmentationState | None = None
         self.tie_rank: Vector = np.zeros(0)
         self._last: tuple[int, npt.NDArray[np.int64]] | None = None  # task index -> devices per node
+        self._remembered: dict[tuple[fragmentation.TaskShape, float], _Remembered] = {}
 
     def on_session_open(self, session: Session) -> None:
         if session.config.gpu_placement != POLICY:
@@ -163,18 +199,51 @@ class FragmentationPlugin:
         assert self.view is not None
         if self.view.target is None:
             return scores
-        shape = task_shape(session, task)
-        fgd = fragmentation.fgd_scores(
-            state=self.view.state(),
-            shape=shape,
-            target=self.view.target,
-            memory_mib=float(task.request[MEMORY]) / MIB,
-            integer_scores=True,
-        )
+        fgd = self._evaluate(session, task_shape(session, task), float(task.request[MEMORY]) / MIB)
         self._last = (task.index, np.asarray(fgd.devices))
         node_scores = fgd.scores()  # 0..100, integer; -inf/0 where infeasible
         scaled = np.where(fgd.feasible, np.clip(node_scores, 0.0, 100.0) * MAX_PLACEMENT / 100.0, 0.0)
         return np.where(candidates, scaled + self.tie_rank, 0.0)
+
+    def _evaluate(self, session: Session, shape: fragmentation.TaskShape, memory_mib: float) -> fragmentation.FgdScores:
+        """FGD scores of the shape on every node: the remembered rows, the changed nodes redone."""
+        assert self.view is not None and self.view.target is not None
+        state, base = self.view.current()
+        versions = session.node_version
+        key = (shape, memory_mib)
+        known = self._remembered.pop(key, None)
+        if known is None:
+            fgd = fragmentation.fgd_scores(
+                state=state, shape=shape, target=self.view.target, memory_mib=memory_mib, integer_scores=True, base=base
+            )
+            known = _Remembered(
+                versions=versions.copy(),
+                feasible=fgd.feasible.copy(),
+                delta=fgd.delta.copy(),
+                devices=fgd.devices.copy(),
+            )
+        else:
+            stale = np.flatnonzero(versions != known.versions)
+            if stale.size:
+                part = fragmentation.fgd_scores(
+                    state=state,
+                    shape=shape,
+                    target=self.view.target,
+                    memory_mib=memory_mib,
+                    integer_scores=True,
+                    base=base,
+                    rows=stale,
+                )
+                known.feasible[stale] = part.feasible[stale]
+                known.delta[stale] = part.delta[stale]
+                known.devices[stale] = part.devices[stale]
+                known.versions[stale] = versions[stale]
+        self._remembered[key] = known  # most recently used last
+        if len(self._remembered) > self.REMEMBERED_SHAPES:
+            del self._remembered[next(iter(self._remembered))]
+        return fragmentation.FgdScores(
+            feasible=known.feasible, delta=known.delta, devices=known.devices, integer_scores=True
+        )
 
     def devices(self, session: Session, task: Task, node: int, fit: Fit) -> gpu_devices.DeviceChoice | None:
         """The devices FGD picked on the chosen node, if they are still valid; None defers to gpupack."""

@@ -63,10 +63,7 @@ def placement_scores(session: Session, task: Task, candidates: BoolVector) -> Ve
 
 def shared_gpu_room(session: Session) -> Vector:
     """Free portions on each node's shared devices (devices whose holders are all leaving excluded)."""
-    room = np.zeros(session.snapshot.nodes.count)
-    for node, devices in session.devices.items():
-        room[node] = sum(max(0.0, d.room_now()) for d in devices.values() if not d.all_releasing)
-    return room
+    return session.shared_room_total
 
 
 def resource_type_scores(session: Session, task: Task, candidates: BoolVector) -> Vector:
