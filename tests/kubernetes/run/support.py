@@ -19,6 +19,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from string import Template
 from typing import Any, TypeVar
 
 import httpx2 as httpx
@@ -29,6 +30,30 @@ from kai.kubernetes import resources
 from kai.kubernetes.resources import ApiResource
 
 T = TypeVar("T")
+
+# Queues as the seeds write them: a department (no limits) and leaf queues with a GPU quota and limit.
+QUEUE = Template("""
+apiVersion: scheduling.run.ai/v2
+kind: Queue
+metadata: {name: $name}
+spec:
+  parentQueue: $parent
+  resources:
+    gpu: {quota: $gpu_quota, limit: $gpu_limit, overQuotaWeight: 1}
+    cpu: {quota: -1, limit: -1, overQuotaWeight: 1}
+    memory: {quota: -1, limit: -1, overQuotaWeight: 1}
+""")
+
+DEPARTMENT = Template("""
+apiVersion: scheduling.run.ai/v2
+kind: Queue
+metadata: {name: $name}
+spec:
+  resources:
+    gpu: {quota: -1, limit: -1, overQuotaWeight: 1}
+    cpu: {quota: -1, limit: -1, overQuotaWeight: 1}
+    memory: {quota: -1, limit: -1, overQuotaWeight: 1}
+""")
 
 KINDS: dict[tuple[str, str], ApiResource] = {
     (r.api_version, r.kind): r

@@ -19,39 +19,10 @@ from kai.cli.main import main
 from kai.kubernetes import client as kc
 from kai.kubernetes import resources
 from tests.kubernetes.run.conftest import NodeFactory, Objects, RunKai
-from tests.kubernetes.run.support import eventually, get, items, unique
+from tests.kubernetes.run.support import DEPARTMENT, QUEUE, eventually, get, items, unique
 from tests.kubernetes.run.test_run_scheduling import node_of, pods
 
 WORKLOADS = Template("""
-apiVersion: scheduling.run.ai/v2
-kind: Queue
-metadata: {name: $dept}
-spec:
-  resources:
-    gpu: {quota: -1, limit: -1, overQuotaWeight: 1}
-    cpu: {quota: -1, limit: -1, overQuotaWeight: 1}
-    memory: {quota: -1, limit: -1, overQuotaWeight: 1}
----
-apiVersion: scheduling.run.ai/v2
-kind: Queue
-metadata: {name: $team_a}
-spec:
-  parentQueue: $dept
-  resources:
-    gpu: {quota: 8, limit: -1, overQuotaWeight: 1}
-    cpu: {quota: -1, limit: -1, overQuotaWeight: 1}
-    memory: {quota: -1, limit: -1, overQuotaWeight: 1}
----
-apiVersion: scheduling.run.ai/v2
-kind: Queue
-metadata: {name: $team_b}
-spec:
-  parentQueue: $dept
-  resources:
-    gpu: {quota: 8, limit: 12, overQuotaWeight: 1}
-    cpu: {quota: -1, limit: -1, overQuotaWeight: 1}
-    memory: {quota: -1, limit: -1, overQuotaWeight: 1}
----
 apiVersion: scheduling.run.ai/v2alpha2
 kind: PodGroup
 metadata: {name: gang-a}
@@ -98,7 +69,12 @@ status:
 
 
 def manifests(team_a: str, team_b: str, dept: str) -> str:
-    docs = [WORKLOADS.substitute(dept=dept, team_a=team_a, team_b=team_b)]
+    docs = [
+        DEPARTMENT.substitute(name=dept),
+        QUEUE.substitute(name=team_a, parent=dept, gpu_quota=8, gpu_limit=-1),
+        QUEUE.substitute(name=team_b, parent=dept, gpu_quota=8, gpu_limit=12),
+        WORKLOADS.substitute(team_a=team_a, team_b=team_b),
+    ]
     for i in range(2):
         docs.append(POD.substitute(name=f"a-{i}", queue=team_a, gpus=4, cpu="1", annotations="pod-group-name: gang-a"))
         docs.append(POD.substitute(name=f"b-{i}", queue=team_b, gpus=4, cpu="1", annotations="pod-group-name: gang-b"))

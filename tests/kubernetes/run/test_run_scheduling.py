@@ -19,30 +19,7 @@ from tests.kubernetes.controlplane import ControlPlane
 from tests.kubernetes.faultproxy import FaultProxy
 from tests.kubernetes.objects import finish_deletion, mark_running
 from tests.kubernetes.run.conftest import NodeFactory, Objects, RunKai
-from tests.kubernetes.run.support import KaiRun, eventually, get, items, pods_by_name, unique
-
-QUEUE = Template("""
-apiVersion: scheduling.run.ai/v2
-kind: Queue
-metadata: {name: $name}
-spec:
-  parentQueue: $parent
-  resources:
-    gpu: {quota: $gpu_quota, limit: $gpu_limit, overQuotaWeight: 1}
-    cpu: {quota: -1, limit: -1, overQuotaWeight: 1}
-    memory: {quota: -1, limit: -1, overQuotaWeight: 1}
-""")
-
-DEPARTMENT = Template("""
-apiVersion: scheduling.run.ai/v2
-kind: Queue
-metadata: {name: $name}
-spec:
-  resources:
-    gpu: {quota: -1, limit: -1, overQuotaWeight: 1}
-    cpu: {quota: -1, limit: -1, overQuotaWeight: 1}
-    memory: {quota: -1, limit: -1, overQuotaWeight: 1}
-""")
+from tests.kubernetes.run.support import DEPARTMENT, QUEUE, KaiRun, eventually, get, items, pods_by_name, unique
 
 POD = Template("""
 apiVersion: v1
