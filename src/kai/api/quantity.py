@@ -7,6 +7,7 @@ Quantities are parsed with `decimal.Decimal` so that `0.1` CPU is exactly 100 mi
 from __future__ import annotations
 
 import decimal
+import functools
 import re
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
@@ -41,6 +42,12 @@ def parse_quantity(value: object) -> decimal.Decimal:
         return decimal.Decimal(repr(value))
     if not isinstance(value, str):
         raise QuantityError(f"must be a quantity such as 500m, 2Gi or 4, got {value!r}")
+    return _parse_text(value)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_text(value: str) -> decimal.Decimal:
+    """A quantity written as text; remembered, since a cluster writes the same few over and over."""
     match = _PATTERN.match(value.strip())
     if match is None:
         raise QuantityError(f'must be a quantity such as 500m, 2Gi or 4, got "{value}"')

@@ -64,11 +64,14 @@ class EffectApplier:
 
     # ----------------------------------------------------------------- entry point
     def apply(self, effects: Sequence[fx.Effect], *, now: float) -> None:
-        """Record every decision in the cache and queue its writes; returns without waiting for them."""
-        binds: list[fx.Bind] = []
+        """Record every decision in the cache and queue its writes, bindings first; returns without
+        waiting for them."""
+        binds = [effect for effect in effects if isinstance(effect, fx.Bind)]
+        if binds:
+            self._bind_gangs(binds, now=now)
         for effect in effects:
             if isinstance(effect, fx.Bind):
-                binds.append(effect)
+                continue
             elif isinstance(effect, fx.Nominate):
                 self.cache.nominate(_split(effect.pod), effect.node, effect.gpu_groups)
             elif isinstance(effect, fx.Evict):
@@ -85,8 +88,6 @@ class EffectApplier:
                 self._queue_status(effect)
             elif isinstance(effect, fx.RecordEvent):
                 self._event(effect, now=now)
-        if binds:
-            self._bind_gangs(binds, now=now)
 
     async def drain(self) -> None:
         """Wait for every write queued so far (tests and shutdown)."""
@@ -137,7 +138,7 @@ class EffectApplier:
             return Outcome(ok=False, code=404, message="pod is gone")
         if bind.labels:
             patch = {"metadata": {"labels": dict(bind.labels)}}
-            outcome = await self.writer.patch(resources.PODS, namespace, name, patch)
+            outcome = await self.writer.patch(resources.PODS, namespace, name, patch, decision=True)
             if not outcome.ok:
                 self.counters.bind_failures += 1
                 return outcome

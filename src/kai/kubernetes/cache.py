@@ -24,7 +24,7 @@ from kai.api.errors import InputError, Source
 from kai.api.fields import parse_timestamp
 from kai.api.manifest import group_of
 from kai.api.node import Node, parse_node
-from kai.api.pod import POD_GROUP_ANNOTATION, SUBGROUP_LABEL, Pod, parse_pod
+from kai.api.pod import PHASES, POD_GROUP_ANNOTATION, SUBGROUP_LABEL, Pod, parse_pod
 from kai.api.podgroup import PodGroup, parse_podgroup
 from kai.api.priority import PriorityClass, parse_priority_class
 from kai.api.queue import Queue, parse_queue
@@ -92,6 +92,78 @@ def _source(kind: str, key: ObjectKey) -> Source:
     return Source(file=f"{kind} {key[0]}/{key[1]}" if key[0] else f"{kind} {key[1]}", index=0)
 
 
+# What of a pod's metadata `parse_pod` reads; everything else there (resourceVersion, managedFields,
+# generation) changes without changing the parsed pod.
+_POD_META_READ = (
+    "name",
+    "namespace",
+    "uid",
+    "labels",
+    "annotations",
+    "ownerReferences",
+    "creationTimestamp",
+    "deletionTimestamp",
+)
+
+
+def _put(index: dict[Any, Any], key: Any, value: Any) -> bool:
+    """Store `value` under `key`; whether it differs from what was there."""
+    changed = bool(index.get(key) != value)
+    index[key] = value
+    return changed
+
+
+def _same_for_cycle(before: PodState, after: PodState) -> bool:
+    """Whether a cycle reads the two states of a pod alike. The snapshot takes a pod's status and node
+    from its state, never from `spec.nodeName` or `status.phase`, so a watch event that confirms an
+    assumed binding, or the kubelet's phase report, changes nothing for it."""
+    if before is after:
+        return True
+    if (
+        before.status != after.status
+        or before.node != after.node
+        or before.nominated_node != after.nominated_node
+        or before.gpu_groups != after.gpu_groups
+        or before.start_time != after.start_time
+        or before.podgroup != after.podgroup
+    ):
+        return False
+    old, new = before.pod, after.pod
+    return old is new or dataclasses.replace(new, node_name=old.node_name, phase=old.phase) == old
+
+
+def _reparsed(pod: Pod, old: Mapping[str, Any], new: Mapping[str, Any]) -> Pod | None:
+    """The parsed pod for `new` without parsing it again, when it differs from `old` (which parsed to
+    `pod`) only where `parse_pod` does not look, in `status.phase`, or in a first `spec.nodeName` (a
+    binding); else None.
+
+    Most pod events are bindings and the kubelet's status reports: this keeps them cheap."""
+    old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
+    if any(old_meta.get(k) != new_meta.get(k) for k in _POD_META_READ):
+        return None
+    node_name, phase = pod.node_name, pod.phase
+    new_phase = (new.get("status") or {}).get("phase")
+    if (old.get("status") or {}).get("phase") != new_phase:
+        if new_phase not in PHASES:
+            return None  # parsing says what is wrong with it
+        phase = str(new_phase)
+    old_spec, new_spec = old.get("spec"), new.get("spec")
+    if old_spec != new_spec:
+        if not isinstance(old_spec, Mapping) or not isinstance(new_spec, Mapping):
+            return None
+        node = new_spec.get("nodeName")
+        if not isinstance(node, str) or old_spec.get("nodeName"):
+            return None  # only a first binding is taken this way
+        unbound = dict(new_spec)
+        del unbound["nodeName"]
+        if unbound != old_spec:
+            return None
+        node_name = node
+    if (node_name, phase) == (pod.node_name, pod.phase):
+        return pod
+    return dataclasses.replace(pod, node_name=node_name, phase=phase)
+
+
 def read_condition(status: Mapping[str, Any] | None) -> Condition | None:
     """A PodGroup's current scheduling condition, as kai (or KAI) wrote it in its status."""
     for item in (status or {}).get("schedulingConditions") or ():
@@ -133,26 +205,34 @@ class ClusterCache:
         self.bind_times: dict[ObjectKey, float] = {}
         self.assumed_podgroups: dict[ObjectKey, PodGroup] = {}  # created by the pod grouper, not yet seen
         self.assumed_members: dict[ObjectKey, tuple[str, str | None]] = {}  # pod -> (PodGroup, subgroup)
-        self.version = 0  # bumped on every change, so callers can tell whether anything happened
+        self.ungrouped: set[ObjectKey] = set()  # pending pods of ours naming no PodGroup (the pod grouper's work)
+        # bumped whenever what a cycle reads changes, so callers can tell whether anything happened
+        self.version = 0
         self._states: tuple[int, tuple[Sequence[PodState], Sequence[PodState]]] | None = None
         # Called with (object, deleted) after the cache took in each change, for adapters' own indexes.
         self.listeners: list[Callable[[Mapping[str, Any], bool], None]] = []
+        self._pod_states: dict[ObjectKey, PodState] = {}  # each pod's state, kept until its inputs change
+        self._pod_order: list[ObjectKey] | None = None  # the pods' keys in order, until a pod comes or goes
 
     # ----------------------------------------------------------------- events
     def apply(self, obj: Mapping[str, Any]) -> None:
-        """An object was added or changed."""
-        self.version += 1
+        """An object was added or changed. The version moves on only when what a cycle reads of it
+        changed: an event that only echoes the scheduler's own writes (a binding it assumed, the
+        status it wrote) or the kubelet's status reports leaves it, so such events cost no cycle."""
         kind, group = str(obj.get("kind", "")), group_of(str(obj.get("apiVersion", "")))
         key = _key(obj)
         self.objects[(key[0], group, kind, key[1])] = obj
         problem_key = (kind, key[0], key[1])
         try:
-            self._parse(kind, group, key, obj)
+            changed = self._parse(kind, group, key, obj)
         except InputError as exc:
             self.problems[problem_key] = f"{exc.field}: {exc.problem}" if exc.field else exc.problem
             self._drop(kind, group, key)
+            changed = True
         else:
-            self.problems.pop(problem_key, None)
+            changed = self.problems.pop(problem_key, None) is not None or changed
+        if changed:
+            self.version += 1
         for listener in self.listeners:
             listener(obj, False)
 
@@ -167,11 +247,17 @@ class ClusterCache:
         for listener in self.listeners:
             listener(obj, True)
 
-    def _parse(self, kind: str, group: str, key: ObjectKey, obj: Mapping[str, Any]) -> None:
+    def _parse(self, kind: str, group: str, key: ObjectKey, obj: Mapping[str, Any]) -> bool:
+        """Parse and index the object; whether anything a cycle reads changed."""
         source = _source(kind, key)
         if group == "" and kind == "Pod":
-            pod = parse_pod(obj, source=source)
+            known = self.pods.get(key)
+            before = self.pod_state(key) if known is not None else None
+            pod = _reparsed(known.pod, known.raw, obj) if known is not None else None
+            if pod is None:
+                pod = parse_pod(obj, source=source)
             observed = cluster_pods.observe(pod)
+            self._forget_state(key, membership=known is None)
             self.pods[key] = CachedPod(
                 pod=pod,
                 raw=obj,
@@ -190,21 +276,39 @@ class ClusterCache:
                 self.nominated.pop(key, None)
             if POD_GROUP_ANNOTATION in pod.meta.annotations:
                 self.assumed_members.pop(key, None)
-        elif group == "" and kind == "Node":
-            self.nodes[key[1]] = parse_node(obj, source=source)
-        elif group == "scheduling.run.ai" and kind == "Queue":
-            self.queues[key[1]] = parse_queue(obj, source=source)
+            if (
+                self.pods[key].ours
+                and observed.status == TaskStatus.PENDING
+                and not pod.meta.annotations.get(POD_GROUP_ANNOTATION)
+            ):
+                self.ungrouped.add(key)
+            else:
+                self.ungrouped.discard(key)
+            return before is None or not _same_for_cycle(before, self.pod_state(key))
+        if group == "" and kind == "Node":
+            node = parse_node(obj, source=source)
+            return _put(self.nodes, key[1], node)
+        if group == "scheduling.run.ai" and kind == "Queue":
             self.queue_raw[key[1]] = obj
-        elif group == "scheduling.run.ai" and kind == "PodGroup":
-            self.podgroups[key] = parse_podgroup(obj, source=source)
+            return _put(self.queues, key[1], parse_queue(obj, source=source))
+        if group == "scheduling.run.ai" and kind == "PodGroup":
+            old_raw = self.podgroup_raw.get(key)
             self.podgroup_raw[key] = obj
-            self.assumed_podgroups.pop(key, None)
-        elif group == "scheduling.k8s.io" and kind == "PriorityClass":
-            self.priority_classes[key[1]] = parse_priority_class(obj, source=source)
+            was_assumed = self.assumed_podgroups.pop(key, None) is not None
+            changed = _put(self.podgroups, key, parse_podgroup(obj, source=source))
+            condition_changed = old_raw is None or read_condition(old_raw.get("status")) != read_condition(
+                obj.get("status")
+            )
+            return changed or was_assumed or condition_changed
+        if group == "scheduling.k8s.io" and kind == "PriorityClass":
+            return _put(self.priority_classes, key[1], parse_priority_class(obj, source=source))
+        return True  # an owner object: the pod grouper may read it
 
     def _drop(self, kind: str, group: str, key: ObjectKey) -> None:
         if group == "" and kind == "Pod":
-            self.pods.pop(key, None)
+            if self.pods.pop(key, None) is not None:
+                self._forget_state(key, membership=True)
+            self.ungrouped.discard(key)
             self.assumed.pop(key, None)
             self.nominated.pop(key, None)
             self.bind_times.pop(key, None)
@@ -225,16 +329,19 @@ class ClusterCache:
         self.assumed[pod] = Assumed(status=TaskStatus.RUNNING, node=node, gpu_groups=gpu_groups, since=now)
         self.bind_times[pod] = now
         self.nominated.pop(pod, None)
+        self._forget_state(pod)
         self.version += 1
 
     def assume_evicted(self, pod: ObjectKey, node: str, now: float) -> None:
         self.assumed[pod] = Assumed(status=TaskStatus.RELEASING, node=node, since=now)
+        self._forget_state(pod)
         self.version += 1
 
     def forget(self, pod: ObjectKey) -> None:
         """A decision failed for good: the pod is again what the API server says it is."""
         self.assumed.pop(pod, None)
         self.bind_times.pop(pod, None)
+        self._forget_state(pod)
         self.version += 1
 
     def assume_grouped(self, pod: ObjectKey, podgroup: PodGroup, subgroup: str | None) -> None:
@@ -244,11 +351,18 @@ class ClusterCache:
         if key not in self.podgroups:
             self.assumed_podgroups.setdefault(key, podgroup)
         self.assumed_members[pod] = (podgroup.name, subgroup)
+        self._forget_state(pod)
         self.version += 1
 
     def nominate(self, pod: ObjectKey, node: str, gpu_groups: tuple[str, ...]) -> None:
         self.nominated[pod] = Nomination(node=node, gpu_groups=gpu_groups)
+        self._forget_state(pod)
         self.version += 1
+
+    def _forget_state(self, pod: ObjectKey, *, membership: bool = False) -> None:
+        self._pod_states.pop(pod, None)
+        if membership:
+            self._pod_order = None
 
     # ----------------------------------------------------------------- the cluster-state protocol
     def node_objects(self) -> Collection[Node]:
@@ -266,6 +380,12 @@ class ClusterCache:
         return [*self.podgroups.values(), *(g for k, g in self.assumed_podgroups.items() if k not in self.podgroups)]
 
     def pod_state(self, key: ObjectKey) -> PodState:
+        state = self._pod_states.get(key)
+        if state is None:
+            state = self._pod_states[key] = self._make_pod_state(key)
+        return state
+
+    def _make_pod_state(self, key: ObjectKey) -> PodState:
         cached = self.pods[key]
         status, node, groups = cached.observed.status, cached.observed.node, cached.gpu_groups
         assumed = self.assumed.get(key)
@@ -297,9 +417,11 @@ class ClusterCache:
     def pod_states(self) -> tuple[Sequence[PodState], Sequence[PodState]]:
         if self._states is not None and self._states[0] == self.version:
             return self._states[1]
+        if self._pod_order is None:
+            self._pod_order = sorted(self.pods)
         ours: list[PodState] = []
         foreign: list[PodState] = []
-        for key in sorted(self.pods):
+        for key in self._pod_order:
             state = self.pod_state(key)
             (ours if self.pods[key].ours else foreign).append(state)
         self._states = (self.version, (ours, foreign))

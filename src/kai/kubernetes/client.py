@@ -1,8 +1,9 @@
 """The one async connection `kai run` holds to the API server: credentials, rate limit, timeouts, errors.
 
 lightkube resolves the credentials and TLS (`lightkube.config`: tokens, token files, client
-certificates, exec plugins, CA bundles) and httpx carries the requests; this module adds what the
-scheduler needs on top:
+certificates, exec plugins, CA bundles) and aiohttp carries the requests (its C HTTP parser costs a
+fifth of the CPU per request of httpx's pure-Python stack, which matters when a scheduler binds
+thousands of pods a minute: see docs/performance.md); this module adds what the scheduler needs on top:
 
 * the client-side rate limit (`--kube-api-qps`/`--kube-api-burst`), applied in the transport so that
   every request takes a token: reads, writes, list pages, watch starts and retries alike;
@@ -16,14 +17,17 @@ scheduler needs on top:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import ssl
+import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
+import aiohttp
 import httpx2 as httpx
 import msgspec
 from lightkube.config import client_adapter
@@ -38,6 +42,7 @@ from kai.kubernetes.ratelimit import TokenBucket
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
 USER_AGENT = f"kai-scheduler/{kai.__version__}"
+AUTH_REFRESH = 60.0  # seconds the credentials' Authorization header is reused (a 401 refreshes it at once)
 
 _decode = msgspec.json.decode
 _encode = msgspec.json.encode
@@ -62,7 +67,7 @@ class ApiUnreachable(Exception):
     def __init__(self, *, method: str, path: str, cause: BaseException) -> None:
         self.method = method
         self.path = path
-        self.timeout = isinstance(cause, httpx.TimeoutException)
+        self.timeout = isinstance(cause, (TimeoutError, httpx.TimeoutException))
         what = "timed out" if self.timeout else f"failed: {type(cause).__name__}: {cause}"
         super().__init__(f"{method} {path} {what}")
 
@@ -83,28 +88,12 @@ class ClientOptions:
     timeout: float = 30.0
     connect_timeout: float = 5.0
     max_connections: int = 256
-    http2: bool = False
-
-
-class _RateLimitedTransport(httpx.AsyncBaseTransport):
-    """Takes a token from the bucket before every request it sends."""
-
-    def __init__(self, inner: httpx.AsyncBaseTransport, bucket: TokenBucket) -> None:
-        self._inner = inner
-        self._bucket = bucket
-        self.sent = 0
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        await self._bucket.acquire()
-        self.sent += 1
-        return await self._inner.handle_async_request(request)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
 
 
 class KubeClient:
-    """An async client for one API server. Use as `async with` or call `aclose()` when done."""
+    """An async client for one API server. Use as `async with` or call `aclose()` when done.
+
+    Every request takes a token from the client-side rate limit first (`requests_sent` counts them)."""
 
     def __init__(self, config: lk_kubeconfig.SingleConfig, options: ClientOptions | None = None) -> None:
         self.options = options or ClientOptions()
@@ -113,35 +102,100 @@ class KubeClient:
         self.server = config.cluster.server.rstrip("/")
         self.namespace = config.namespace
         self.rate_limiter = TokenBucket(qps=self.options.qps, burst=self.options.burst)
+        self.requests_sent = 0
         user = config.user or lk_models.User()
         try:
-            verify = client_adapter.verify_cluster(config.cluster, user, config.abs_file, trust_env=False)
-            auth = client_adapter.user_auth(user)
+            self._ssl: ssl.SSLContext | None = (
+                client_adapter.verify_cluster(config.cluster, user, config.abs_file, trust_env=False)
+                if self.server.startswith("https:")
+                else None
+            )
+            self._auth = client_adapter.user_auth(user)
         except (lk_exceptions.ConfigError, OSError, ssl.SSLError, ValueError) as err:
             raise kubeconfig.KubeConfigError(f"cannot use the credentials for {self.source}: {err}") from None
-        inner = httpx.AsyncHTTPTransport(
-            verify=verify,
-            http2=self.options.http2,
-            trust_env=False,
-            limits=httpx.Limits(max_connections=self.options.max_connections, max_keepalive_connections=64),
-        )
-        self._transport = _RateLimitedTransport(inner, self.rate_limiter)
-        self._http = httpx.AsyncClient(
-            base_url=self.server,
-            auth=auth,
-            transport=self._transport,
-            trust_env=False,
-            headers={"User-Agent": USER_AGENT, "Accept": JSON},
-            timeout=self._timeout(self.options.timeout),
-        )
+        self._authorization: tuple[float, str | None] | None = None  # (when obtained, header value)
+        self._session: aiohttp.ClientSession | None = None
 
-    @property
-    def requests_sent(self) -> int:
-        """How many HTTP requests went out (each took a rate-limit token)."""
-        return self._transport.sent
+    def _http(self) -> aiohttp.ClientSession:
+        if self._session is None:  # made on first use, inside the event loop that uses it
+            connector = aiohttp.TCPConnector(
+                ssl=self._ssl if self._ssl is not None else False,
+                limit=self.options.max_connections,
+                enable_cleanup_closed=True,
+            )
+            self._session = aiohttp.ClientSession(
+                connector=connector,
+                headers={"User-Agent": USER_AGENT, "Accept": JSON},
+                trust_env=False,
+                auto_decompress=True,
+                skip_auto_headers=("Accept-Encoding",),
+            )
+        return self._session
 
-    def _timeout(self, read: float | None) -> httpx.Timeout:
-        return httpx.Timeout(read, connect=self.options.connect_timeout)
+    async def _authorization_header(self, *, refresh: bool = False) -> str | None:
+        """The credentials' Authorization header, obtained through lightkube's auth flow (token, token
+        file, exec plugin, basic) and reused for `AUTH_REFRESH` seconds."""
+        if self._auth is None:
+            return None
+        now = time.monotonic()
+        if not refresh and self._authorization is not None and now - self._authorization[0] < AUTH_REFRESH:
+            return self._authorization[1]
+        flow = self._auth.async_auth_flow(httpx.Request("GET", self.server + "/"))
+        header: str | None = None
+        try:
+            request = await flow.__anext__()
+            header = request.headers.get("Authorization")
+            if refresh:
+                # the credentials were refused: tell the flow, so that one that can (an exec plugin)
+                # fetches new ones
+                with contextlib.suppress(StopAsyncIteration):
+                    retried = await flow.asend(httpx.Response(401, request=request))
+                    header = retried.headers.get("Authorization") or header
+        except StopAsyncIteration:
+            pass
+        finally:
+            await flow.aclose()
+        self._authorization = (now, header)
+        return header
+
+    def _timeout(self, read: float | None) -> aiohttp.ClientTimeout:
+        return aiohttp.ClientTimeout(total=None, connect=self.options.connect_timeout, sock_read=read)
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None,
+        content: bytes | None,
+        content_type: str,
+        read_timeout: float | None,
+    ) -> aiohttp.ClientResponse:
+        """Send one request (rate limit first, credentials refreshed once on a 401); the caller reads
+        and releases the response. Raises `ApiUnreachable` when no answer came."""
+        for attempt in (0, 1):
+            await self.rate_limiter.acquire()
+            self.requests_sent += 1
+            headers = {"Content-Type": content_type} if content is not None else {}
+            authorization = await self._authorization_header(refresh=attempt > 0)
+            if authorization:
+                headers["Authorization"] = authorization
+            try:
+                response = await self._http().request(
+                    method,
+                    self.server + path,
+                    params=params,
+                    data=content,
+                    headers=headers,
+                    timeout=self._timeout(read_timeout),
+                )
+            except (aiohttp.ClientError, TimeoutError, OSError) as err:
+                raise ApiUnreachable(method=method, path=path, cause=err) from err
+            if response.status == 401 and attempt == 0 and self._auth is not None:
+                response.release()
+                continue
+            return response
+        raise AssertionError("unreachable")  # pragma: no cover
 
     async def request(
         self,
@@ -159,27 +213,25 @@ class KubeClient:
         (`timeout` seconds, default `ClientOptions.timeout`).
         """
         content = None if body is None else (body if isinstance(body, bytes) else _encode(body))
-        headers = {"Content-Type": content_type} if content is not None else None
+        limit = timeout if timeout is not None else self.options.timeout
+        response = await self._send(
+            method, path, params=params, content=content, content_type=content_type, read_timeout=limit
+        )
         try:
-            response = await self._http.request(
-                method,
-                path,
-                params=params,
-                content=content,
-                headers=headers,
-                timeout=self._timeout(timeout if timeout is not None else self.options.timeout),
-            )
-        except httpx.HTTPError as err:
+            data = await response.read()
+        except (aiohttp.ClientError, TimeoutError, OSError) as err:
             raise ApiUnreachable(method=method, path=path, cause=err) from err
-        if response.status_code >= 400:
-            raise _api_error(method, path, response.status_code, response.content)
-        if not response.content:
+        finally:
+            response.release()
+        if response.status >= 400:
+            raise _api_error(method, path, response.status, data)
+        if not data:
             return {}
         try:
-            decoded = _decode(response.content)
+            decoded = _decode(data)
         except msgspec.DecodeError as err:
             raise ApiError(
-                method=method, path=path, code=response.status_code, status={"message": f"reply is not JSON: {err}"}
+                method=method, path=path, code=response.status, status={"message": f"reply is not JSON: {err}"}
             ) from None
         return decoded if isinstance(decoded, dict) else {"value": decoded}
 
@@ -194,24 +246,24 @@ class KubeClient:
         before or while streaming.
         """
         method = "GET"
-        request = self._http.build_request(method, path, params=params, timeout=self._timeout(read_timeout))
+        response = await self._send(
+            method, path, params=params, content=None, content_type=JSON, read_timeout=read_timeout
+        )
         try:
-            response = await self._http.send(request, stream=True)
-        except httpx.HTTPError as err:
-            raise ApiUnreachable(method=method, path=path, cause=err) from err
-        try:
-            if response.status_code >= 400:
+            if response.status >= 400:
                 try:
-                    content = await response.aread()
-                except httpx.HTTPError as err:
+                    content = await response.read()
+                except (aiohttp.ClientError, TimeoutError, OSError) as err:
                     raise ApiUnreachable(method=method, path=path, cause=err) from err
-                raise _api_error(method, path, response.status_code, content)
+                raise _api_error(method, path, response.status, content)
             yield _lines(response, method, path)
         finally:
-            await response.aclose()
+            response.close()
 
     async def aclose(self) -> None:
-        await self._http.aclose()
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
 
     async def __aenter__(self) -> KubeClient:
         return self
@@ -222,10 +274,10 @@ class KubeClient:
         await self.aclose()
 
 
-async def _lines(response: httpx.Response, method: str, path: str) -> AsyncIterator[bytes]:
+async def _lines(response: aiohttp.ClientResponse, method: str, path: str) -> AsyncIterator[bytes]:
     pending: list[bytes] = []
     try:
-        async for chunk in response.aiter_bytes():
+        async for chunk in response.content.iter_any():
             parts = chunk.split(b"\n")
             if len(parts) == 1:
                 pending.append(chunk)
@@ -236,7 +288,7 @@ async def _lines(response: httpx.Response, method: str, path: str) -> AsyncItera
             for line in lines:
                 if line.strip():
                     yield line
-    except httpx.HTTPError as err:
+    except (aiohttp.ClientError, TimeoutError, OSError) as err:
         raise ApiUnreachable(method=method, path=path, cause=err) from err
     rest = b"".join(pending)
     if rest.strip():

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 
 from kai.cluster import grouping
 from kai.cluster.effects import MarkPodUnschedulable, RecordEvent
-from kai.core.model import TaskStatus
 from kai.kubernetes import resources
 from kai.kubernetes.apply import EffectApplier
 from kai.kubernetes.cache import ClusterCache, ObjectKey
@@ -37,16 +36,14 @@ class PodGrouper:
     _reported: dict[ObjectKey, str] = field(default_factory=dict)
 
     def run(self, *, now: float) -> int:
-        """Group every ungrouped pending pod of ours; returns how many pods were grouped."""
+        """Group every ungrouped pending pod of ours (the cache keeps them apart, so a cycle with
+        nothing to group costs nothing); returns how many pods were grouped."""
         config = None
         grouped = 0
-        for key in sorted(self.cache.pods):
+        for key in [k for k in self._in_flight if k not in self.cache.ungrouped]:
+            del self._in_flight[key]  # annotated (or gone): the patch came back
+        for key in sorted(self.cache.ungrouped):
             cached = self.cache.pods[key]
-            if not cached.ours or cached.observed.status != TaskStatus.PENDING:
-                continue
-            if grouping.explicit_podgroup(cached.raw) is not None:
-                self._in_flight.pop(key, None)
-                continue
             version = str((cached.raw.get("metadata") or {}).get("resourceVersion", ""))
             if self._in_flight.get(key) == version:
                 continue  # our patch is on its way

@@ -15,7 +15,9 @@ change as it happens. It holds the last state of every object (`store`), so:
   `not_installed_retry` seconds. A required kind raises `ResourceNotInstalled` from `run()`.
 
 Objects are delivered as plain dicts decoded by msgspec, with `apiVersion` and `kind` filled in
-(list replies leave them out). Handlers run on the event loop and must not block; they see events
+(list replies leave them out) and `metadata.managedFields` dropped (server-side apply's bookkeeping,
+often the largest part of an object, which nothing here reads; client-go's informers in
+kube-scheduler drop it too). Handlers run on the event loop and must not block; they see events
 in the server's order. `on_restart(resource, reason)` counts watch restarts and relists for metrics.
 """
 
@@ -87,6 +89,12 @@ _decode_event = msgspec.json.Decoder(_WatchEvent).decode
 def object_key(obj: Mapping[str, Any]) -> ObjectKey:
     meta = obj.get("metadata") or {}
     return (meta.get("namespace") or "", meta.get("name") or "")
+
+
+def _strip(obj: dict[str, Any]) -> None:
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
 
 
 def _resource_version(obj: Mapping[str, Any]) -> str:
@@ -245,6 +253,7 @@ class Informer:
         for item in items:
             item.setdefault("apiVersion", self.resource.api_version)
             item.setdefault("kind", self.resource.kind)
+            _strip(item)
         return items
 
     def _reconcile(self, items: list[dict[str, Any]]) -> None:
@@ -278,11 +287,7 @@ class Informer:
         try:
             async with self.client.stream(path, params=params, read_timeout=seconds + 30.0) as lines:
                 async for line in lines:
-                    try:
-                        event = _decode_event(line)
-                    except msgspec.DecodeError as err:
-                        raise ApiUnreachable(method="GET", path=path, cause=err) from None
-                    self._apply(event)
+                    self.deliver(line)
                     delivered = True
                     self._failures = 0
         except ApiError as err:
@@ -291,8 +296,17 @@ class Informer:
             raise
         return delivered
 
+    def deliver(self, line: bytes) -> None:
+        """Decode one line of a watch stream and apply it: the store changes and the handler is told."""
+        try:
+            event = _decode_event(line)
+        except msgspec.DecodeError as err:
+            raise ApiUnreachable(method="GET", path=self.resource.path(namespace=self.namespace), cause=err) from None
+        self._apply(event)
+
     def _apply(self, event: _WatchEvent) -> None:
         obj = event.object
+        _strip(obj)
         if event.type == "ERROR":
             code = int(obj.get("code") or 0)
             if code == 410:

@@ -9,7 +9,8 @@ Metrics (Prometheus, on a per-process registry so several schedulers can live in
 | `kai_queue_requested` | gauge | queue, resource | requested by the queue's pods, same units |
 | `kai_queue_quota` | gauge | queue, resource | the queue's quota (-1: unlimited) |
 | `kai_queue_limit` | gauge | queue, resource | the queue's limit (-1: none) |
-| `kai_cycle_duration_seconds` | histogram | | one scheduling cycle (snapshot to decisions) |
+| `kai_cycle_duration_seconds` | histogram | | one scheduling cycle (grouping, snapshot, decisions, planning) |
+| `kai_cycles_skipped_total` | counter | | cycles skipped: nothing changed since a settled cycle |
 | `kai_action_duration_seconds` | histogram | action | one action within a cycle |
 | `kai_pods_bound_total` | counter | | pods bound |
 | `kai_pods_evicted_total` | counter | action | pods evicted, by the action that chose them |
@@ -75,6 +76,9 @@ class Metrics:
             registry=r,
             buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
         )
+        self.skipped = Counter(
+            "kai_cycles_skipped", "Cycles skipped: nothing changed since a settled cycle", registry=r
+        )
         self.bound = Counter("kai_pods_bound", "Pods bound", registry=r)
         self.evicted = Counter("kai_pods_evicted", "Pods evicted", ["action"], registry=r)
         self.pending = Gauge("kai_pods_pending", "Pods of this scheduler waiting for a node", registry=r)
@@ -98,6 +102,9 @@ class Metrics:
 
     def cycle_done(self, scheduler: Scheduler, report: CycleReport) -> None:
         self.cycle.observe(report.duration)
+        if report.skipped:
+            self.skipped.inc()
+            return  # the settled cycle's figures stand
         for action, seconds in report.action_seconds.items():
             self.action.labels(action=action).observe(seconds)
         for eviction in report.result.evictions:

@@ -12,6 +12,11 @@ Each cycle, while this replica leads and every cache has synced:
    (`kai.kubernetes.shared_binds`).
 The decisions are the ones `kai sim` makes for the same objects: same snapshot builder, same
 cycle, same planner.
+
+A cycle whose outcome cannot depend on the clock (`kai.scheduler.cycle.settled`: nothing waits for
+a node, no gang is stale) is remembered with the cache's version; until the cache changes, the
+next cycles would decide exactly what it decided (nothing), and are skipped. A steady cluster
+costs a version comparison per period, not a snapshot of every pod.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from kai.kubernetes.reservations import DeviceReservations, ReservationSettings
 from kai.kubernetes.resources import ApiResource
 from kai.kubernetes.shared_binds import SharedGpuBinds
 from kai.kubernetes.writer import Writer
-from kai.scheduler.cycle import run_cycle
+from kai.scheduler.cycle import close_session, run_actions, settled
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +94,7 @@ class CycleReport:
     action_seconds: dict[str, float]
     result: CycleResult
     effects: tuple[fx.Effect, ...]
+    skipped: bool = False  # nothing changed since a settled cycle: its result stands
 
 
 @dataclass
@@ -109,6 +115,7 @@ class Scheduler:
     last_report: CycleReport | None = field(default=None, init=False)
     on_cycle: list[Callable[[CycleReport], None]] = field(default_factory=list, init=False)
     _changed: asyncio.Event = field(default_factory=asyncio.Event, init=False)
+    _settled: tuple[int, CycleResult] | None = field(default=None, init=False)  # cache version, its result
 
     def __post_init__(self) -> None:
         self.cache = ClusterCache(scheduler_name=self.scheduler_name)
@@ -160,6 +167,8 @@ class Scheduler:
             started = self.clock()
             if is_leader():
                 await self.cycle_once()
+            else:
+                self._settled = None  # a new leader starts from a full cycle
             remaining = period - (self.clock() - started)
             if remaining > 0:
                 with contextlib.suppress(TimeoutError):
@@ -168,7 +177,25 @@ class Scheduler:
     async def cycle_once(self) -> CycleReport:
         """One scheduling cycle on a consistent snapshot; its writes are queued, not awaited."""
         now = self.clock()
+        t0 = time.perf_counter()
         self.grouper.run(now=now)
+        if self._settled is not None and self._settled[0] == self.cache.version:
+            # reservation pods are kept whether or not a cycle runs (their writes may have failed)
+            self.reservations.reconcile(self.cache.pod_states()[0], ())
+            self.cycles += 1
+            report = CycleReport(
+                started=now,
+                duration=time.perf_counter() - t0,
+                action_seconds={},
+                result=self._settled[1],
+                effects=(),
+                skipped=True,
+            )
+            self.last_report = report
+            for callback in self.on_cycle:
+                callback(report)
+            return report
+        version = self.cache.version  # events that arrive while the cycle runs are for the next one
         built = cycle_snapshot(self.cache, now=now, config=self.config)
         ours, _ = self.cache.pod_states()
         view = self.cache.plan_snapshot(ours)
@@ -181,16 +208,23 @@ class Scheduler:
             run()
             action_seconds[name] = action_seconds.get(name, 0.0) + time.perf_counter() - began
 
-        t0 = time.perf_counter()
-        result = await asyncio.to_thread(run_cycle, built.snapshot, self.config, run_action=timed)
-        duration = time.perf_counter() - t0
+        def decide() -> tuple[CycleResult, bool]:
+            session = run_actions(built.snapshot, self.config, run_action=timed)
+            return close_session(session), settled(session)
+
+        result, is_settled = await asyncio.to_thread(decide)
         planned = fx.plan(result, view, now=now)
         self.applier.apply(planned, now=now)
         binding = [(e.node, e.gpu_groups) for e in planned if isinstance(e, fx.Bind) and e.gpu_groups]
         self.reservations.reconcile(ours, binding)
+        self._settled = (version, result) if is_settled else None
         self.cycles += 1
         report = CycleReport(
-            started=now, duration=duration, action_seconds=action_seconds, result=result, effects=planned
+            started=now,
+            duration=time.perf_counter() - t0,
+            action_seconds=action_seconds,
+            result=result,
+            effects=planned,
         )
         self.last_report = report
         for callback in self.on_cycle:

@@ -1,7 +1,12 @@
 """Writes to the API server that never block the scheduling loop: bounded concurrency, retries with
 backoff, and one outcome per write that says what happened.
 
-Every operation waits for a free worker slot (at most `workers` writes in flight), goes through
+Writes travel in two lanes, each with its own worker slots: decisions (bindings, evictions,
+deletions, and the labels a binding needs) and reports (status patches, annotations, Events). A
+cycle that binds thousands of pods also plans thousands of status writes and Events; in their own
+lane they never hold a binding back.
+
+Every operation waits for a free worker slot in its lane (at most `workers` writes in flight each), goes through
 the client (which applies the QPS/burst rate limit), and retries what a retry may cure (no
 answer, 429, 5xx) with capped exponential backoff up to `attempts` tries. The outcome is data:
 `ok`, the final HTTP `code`, a `message`, and `already_done` when the server says the work was
@@ -58,7 +63,8 @@ class Writer:
         self.attempts = attempts
         self.backoff = backoff or Backoff(initial=0.2, maximum=5.0)
         self.observe = observe
-        self._slots = asyncio.Semaphore(workers)
+        self._slots = asyncio.Semaphore(workers)  # decisions
+        self._report_slots = asyncio.Semaphore(workers)  # status, annotations, events
         self._rng = rng or random.Random()
 
     async def _send(
@@ -66,11 +72,13 @@ class Writer:
         operation: str,
         request: Callable[[], Awaitable[dict[str, Any]]],
         interpret: Callable[[kc.ApiError], Outcome | None] = lambda err: None,
+        *,
+        decision: bool = True,
     ) -> Outcome:
         """Run `request` with retries; `interpret` turns a final error into an outcome of its own."""
         began = time.perf_counter()
         outcome: Outcome
-        async with self._slots:
+        async with self._slots if decision else self._report_slots:
             attempt = 0
             while True:
                 attempt += 1
@@ -159,13 +167,16 @@ class Writer:
         *,
         subresource: str | None = None,
         strategic: bool = False,
+        decision: bool = False,
     ) -> Outcome:
-        """A JSON merge patch (or a strategic merge patch, for built-in kinds) of an object or its subresource."""
+        """A JSON merge patch (or a strategic merge patch, for built-in kinds) of an object or its
+        subresource; in the decisions' lane when it is part of one (the labels of a binding)."""
         path = resource.path(namespace=namespace, name=name, subresource=subresource)
         content_type = STRATEGIC_MERGE_PATCH if strategic else kc.MERGE_PATCH
         return await self._send(
             f"patch {resource.label}{'/' + subresource if subresource else ''}",
             lambda: self.client.request("PATCH", path, body=dict(body), content_type=content_type),
+            decision=decision,
         )
 
     async def create(self, resource: ApiResource, namespace: str | None, body: Mapping[str, Any]) -> Outcome:
@@ -178,5 +189,8 @@ class Writer:
             return None
 
         return await self._send(
-            f"create {resource.label}", lambda: self.client.request("POST", path, body=dict(body)), interpret
+            f"create {resource.label}",
+            lambda: self.client.request("POST", path, body=dict(body)),
+            interpret,
+            decision=False,
         )

@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from kai.actions.stalegangeviction import is_stale
 from kai.core.decisions import CycleResult, JobFigures, QueueFigures, Triple
 from kai.core.model import Matrix, Snapshot, TaskStatus
 from kai.core.session import SchedulerConfig, Session
@@ -51,6 +52,17 @@ def run_actions(snapshot: Snapshot, config: SchedulerConfig, *, run_action: Acti
 
 def run_cycle(snapshot: Snapshot, config: SchedulerConfig, *, run_action: ActionRunner = _run_directly) -> CycleResult:
     return close_session(run_actions(snapshot, config, run_action=run_action))
+
+
+def settled(session: Session) -> bool:
+    """Whether the cycle's outcome holds for as long as its snapshot does, whatever the clock says:
+    no task waits for a node (so no action has a job to place, pipeline, reclaim or preempt for, and
+    no waiting job has a condition to age) and no gang is stale (so the staleness clock of
+    stalegangeviction is not running). An adapter whose cluster state has not changed since a settled
+    cycle may skip the next cycles: they would decide nothing, as this one did."""
+    if any(task.status == TaskStatus.PENDING for task in session.snapshot.tasks):
+        return False
+    return not any(is_stale(session, job) for job in session.snapshot.jobs)
 
 
 def close_session(session: Session) -> CycleResult:
