@@ -304,6 +304,11 @@ class KaiProcess:
         head, _, body = data.decode("utf-8", "replace").partition("\r\n\r\n")
         return int(head.split()[1]), body
 
+    def check(self) -> None:
+        """Raise if `kai run` has exited."""
+        if self.process is not None and self.process.poll() is not None:
+            raise RuntimeError(f"kai run exited with {self.process.returncode}; see {self.log}")
+
     async def wait_ready(self, *, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -105,7 +105,10 @@ async def _run(
             else:
                 proc = plane.start_scheduler()
             try:
-                await watch.wait_for(total, timeout=timeout)
+                deadline = time.monotonic() + timeout
+                while not await watch.wait_for(total, timeout=5.0) and time.monotonic() < deadline:
+                    if kai_process is not None:
+                        kai_process.check()
                 cpu, rss = proc.cpu(), proc.peak_rss()
                 times = sorted(watch.bound.values())
                 bound = len(watch.bound)
