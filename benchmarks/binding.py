@@ -39,6 +39,7 @@ class BindRun:
     peak_rss: int
     gangs_whole: bool | None  # None: no gangs (kube-scheduler)
     latency: tuple[float, ...]  # idle-cluster creation-to-binding samples, seconds
+    cycles: tuple[int, int] = (0, 0)  # kai run's cycles at the last bind: all, skipped
 
     @property
     def pods_per_second(self) -> float:
@@ -110,6 +111,13 @@ async def _run(
                     if kai_process is not None:
                         kai_process.check()
                 cpu, rss = proc.cpu(), proc.peak_rss()
+                cycles = (0, 0)
+                if kai_process is not None:
+                    metrics = await kai_process.metrics()
+                    cycles = (
+                        int(metrics.get("kai_cycle_duration_seconds_count", 0)),
+                        int(metrics.get("kai_cycles_skipped_total", 0)),
+                    )
                 times = sorted(watch.bound.values())
                 bound = len(watch.bound)
                 whole: bool | None = None
@@ -132,6 +140,7 @@ async def _run(
                 peak_rss=rss,
                 gangs_whole=whole,
                 latency=tuple(latency),
+                cycles=cycles,
             )
     finally:
         plane.down()

@@ -20,6 +20,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kai.api import pod as api_pod
 from kai.api.errors import InputError, Source
 from kai.api.fields import parse_timestamp
 from kai.api.manifest import group_of
@@ -32,6 +33,7 @@ from kai.cluster import pods as cluster_pods
 from kai.cluster.effects import Condition
 from kai.core.model import TaskStatus
 from kai.core.snapshot_builder import PodState
+from kai.scheduler.cycle import CLOCK_ANNOTATIONS
 
 ObjectKey = tuple[str, str]  # (namespace, name)
 
@@ -99,11 +101,11 @@ _POD_META_READ = (
     "namespace",
     "uid",
     "labels",
-    "annotations",
     "ownerReferences",
     "creationTimestamp",
     "deletionTimestamp",
 )
+_POD_ANNOTATIONS_READ = (api_pod.GPU_FRACTION, api_pod.GPU_MEMORY, api_pod.GPU_FRACTION_NUM_DEVICES)
 
 
 def _put(index: dict[Any, Any], key: Any, value: Any) -> bool:
@@ -113,10 +115,22 @@ def _put(index: dict[Any, Any], key: Any, value: Any) -> bool:
     return changed
 
 
+def _without_clocks(podgroup: PodGroup) -> PodGroup:
+    """The PodGroup without the scheduler's clock annotations (`kai.scheduler.cycle.CLOCK_ANNOTATIONS`):
+    a settled cycle does not read them, so their changes alone do not move the version."""
+    annotations = podgroup.meta.annotations
+    if not any(k in CLOCK_ANNOTATIONS for k in annotations):
+        return podgroup
+    kept = {k: v for k, v in annotations.items() if k not in CLOCK_ANNOTATIONS}
+    return dataclasses.replace(podgroup, meta=dataclasses.replace(podgroup.meta, annotations=kept))
+
+
 def _same_for_cycle(before: PodState, after: PodState) -> bool:
     """Whether a cycle reads the two states of a pod alike. The snapshot takes a pod's status and node
-    from its state, never from `spec.nodeName` or `status.phase`, so a watch event that confirms an
-    assumed binding, or the kubelet's phase report, changes nothing for it."""
+    from its state, never from `spec.nodeName` or `status.phase`, and its PodGroup and GPU share from
+    the state and the parsed pod, never from the annotations themselves; so a watch event that
+    confirms an assumed binding (with the binding's annotations), or the kubelet's phase report,
+    changes nothing for it."""
     if before is after:
         return True
     if (
@@ -129,7 +143,10 @@ def _same_for_cycle(before: PodState, after: PodState) -> bool:
     ):
         return False
     old, new = before.pod, after.pod
-    return old is new or dataclasses.replace(new, node_name=old.node_name, phase=old.phase) == old
+    if old is new:
+        return True
+    meta = dataclasses.replace(new.meta, annotations=old.meta.annotations)
+    return dataclasses.replace(new, meta=meta, node_name=old.node_name, phase=old.phase) == old
 
 
 def _reparsed(pod: Pod, old: Mapping[str, Any], new: Mapping[str, Any]) -> Pod | None:
@@ -141,6 +158,19 @@ def _reparsed(pod: Pod, old: Mapping[str, Any], new: Mapping[str, Any]) -> Pod |
     old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
     if any(old_meta.get(k) != new_meta.get(k) for k in _POD_META_READ):
         return None
+    meta = pod.meta
+    annotations = new_meta.get("annotations") or {}
+    if annotations != (old_meta.get("annotations") or {}):
+        # a binding's own annotations (received-resource-type): parse_pod reads only the GPU-sharing
+        # ones beyond the map itself
+        old_annotations = old_meta.get("annotations") or {}
+        if not isinstance(annotations, Mapping) or any(
+            annotations.get(k) != old_annotations.get(k) for k in _POD_ANNOTATIONS_READ
+        ):
+            return None
+        if not all(isinstance(k, str) and isinstance(v, str) for k, v in annotations.items()):
+            return None  # parsing says what is wrong with it
+        meta = dataclasses.replace(meta, annotations=dict(annotations))
     node_name, phase = pod.node_name, pod.phase
     new_phase = (new.get("status") or {}).get("phase")
     if (old.get("status") or {}).get("phase") != new_phase:
@@ -159,9 +189,9 @@ def _reparsed(pod: Pod, old: Mapping[str, Any], new: Mapping[str, Any]) -> Pod |
         if unbound != old_spec:
             return None
         node_name = node
-    if (node_name, phase) == (pod.node_name, pod.phase):
+    if (meta, node_name, phase) == (pod.meta, pod.node_name, pod.phase):
         return pod
-    return dataclasses.replace(pod, node_name=node_name, phase=phase)
+    return dataclasses.replace(pod, meta=meta, node_name=node_name, phase=phase)
 
 
 def read_condition(status: Mapping[str, Any] | None) -> Condition | None:
@@ -206,7 +236,9 @@ class ClusterCache:
         self.assumed_podgroups: dict[ObjectKey, PodGroup] = {}  # created by the pod grouper, not yet seen
         self.assumed_members: dict[ObjectKey, tuple[str, str | None]] = {}  # pod -> (PodGroup, subgroup)
         self.ungrouped: set[ObjectKey] = set()  # pending pods of ours naming no PodGroup (the pod grouper's work)
-        # bumped whenever what a cycle reads changes, so callers can tell whether anything happened
+        # bumped whenever what a cycle reads changes (a PodGroup's clock annotations aside, which only a
+        # cycle that is not settled reads, and such a cycle runs anyway), so callers can tell whether
+        # anything happened
         self.version = 0
         self._states: tuple[int, tuple[Sequence[PodState], Sequence[PodState]]] | None = None
         # Called with (object, deleted) after the cache took in each change, for adapters' own indexes.
@@ -295,7 +327,9 @@ class ClusterCache:
             old_raw = self.podgroup_raw.get(key)
             self.podgroup_raw[key] = obj
             was_assumed = self.assumed_podgroups.pop(key, None) is not None
-            changed = _put(self.podgroups, key, parse_podgroup(obj, source=source))
+            known_group, parsed_group = self.podgroups.get(key), parse_podgroup(obj, source=source)
+            self.podgroups[key] = parsed_group
+            changed = known_group is None or _without_clocks(known_group) != _without_clocks(parsed_group)
             condition_changed = old_raw is None or read_condition(old_raw.get("status")) != read_condition(
                 obj.get("status")
             )

@@ -15,6 +15,7 @@ from collections.abc import Callable
 import numpy as np
 
 from kai.actions.stalegangeviction import is_stale
+from kai.api import podgroup as api_podgroup
 from kai.core.decisions import CycleResult, JobFigures, QueueFigures, Triple
 from kai.core.model import Matrix, Snapshot, TaskStatus
 from kai.core.session import SchedulerConfig, Session
@@ -52,6 +53,19 @@ def run_actions(snapshot: Snapshot, config: SchedulerConfig, *, run_action: Acti
 
 def run_cycle(snapshot: Snapshot, config: SchedulerConfig, *, run_action: ActionRunner = _run_directly) -> CycleResult:
     return close_session(run_actions(snapshot, config, run_action=run_action))
+
+
+# The PodGroup annotations that are clocks of time-dependent rules: the minimum runtime since the last
+# start, the preemption delay since the last eviction, the staleness of a gang. They act only for a
+# waiting job or a stale gang, so a settled cycle's outcome does not depend on them, and a change of
+# them alone (the echo of the scheduler's own stamps) leaves a settled cluster settled.
+CLOCK_ANNOTATIONS = frozenset(
+    (
+        api_podgroup.LAST_START_ANNOTATION,
+        api_podgroup.LAST_EVICTION_ANNOTATION,
+        api_podgroup.STALE_TIMESTAMP_ANNOTATION,
+    )
+)
 
 
 def settled(session: Session) -> bool:
