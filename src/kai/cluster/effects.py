@@ -18,6 +18,7 @@ Effects, in the order they are planned:
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -169,6 +170,7 @@ class PlanView(Protocol):
     def queue_children(self) -> Mapping[str, Sequence[str]]: ...
 
 
+@functools.lru_cache(maxsize=8192)  # every cycle formats every PodGroup's figures: few distinct values
 def _quantity(value: float, unit: str) -> str:
     rounded = round(value, 3)
     text = f"{rounded:.3f}".rstrip("0").rstrip(".") if rounded != int(rounded) else str(int(rounded))
