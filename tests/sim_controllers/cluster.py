@@ -120,12 +120,6 @@ def get(sim: Simulation, kind: str, name: str) -> Mapping[str, Any]:
     return found
 
 
-def workload_key(sim: Simulation, kind: str, name: str) -> tuple[str, str, str]:
-    """The store key of the one controller-managed object of `kind` called `name` (for `delete_workload`)."""
-    (found,) = [k for k, w in sim.workloads.items() if w.kind == kind and w.name == name]
-    return found
-
-
 def owner_of(obj: Mapping[str, Any]) -> tuple[str, str, bool]:
     (ref,) = obj["metadata"]["ownerReferences"]
     return ref["kind"], ref["name"], ref["controller"]
@@ -142,19 +136,9 @@ def events(sim: Simulation, reason: str) -> list[EventRecord]:
 # -- playing the kubelet -------------------------------------------------------------------------
 
 
-def run_to_phase(sim: Simulation, name: str, phase: str) -> None:
-    """Run cycles until the pod reports `phase` (the scheduler binds it: Running)."""
-    for _ in range(MAX_CYCLES):
-        if pod(sim, name)["status"]["phase"] == phase:
-            return
-        sim.step()
-    raise AssertionError(f"pod {name} never reached {phase}: {phases(sim)}")
-
-
 def finish(sim: Simulation, name: str, *, failed: bool = False) -> None:
-    """The pod's containers exit (Succeeded, or Failed) and the controllers see it in the next cycle."""
+    """The pod's containers exit (Succeeded, or Failed); its controller sees it in the next cycle."""
     sim.finish_pod(key(sim, name), failed=failed)
-    sim.step()
 
 
 def remove(sim: Simulation, name: str) -> None:
