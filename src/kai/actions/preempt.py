@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from kai.actions.common import preemptors
 from kai.actions.common.bounds import could_free_enough
 from kai.actions.common.solver import Scenario, solve
+from kai.actions.common.victim_steps import VictimSteps
 from kai.actions.common.victims import VictimPool, amount, main_resource, protected_by_guards
 from kai.core.model import Job, Task
 from kai.core.session import Session
@@ -26,6 +27,7 @@ class PreemptAction:
 
     def execute(self, session: Session) -> None:
         pool = VictimPool(session)
+        steps = VictimSteps(pool)
 
         def attempt(job: Job, tasks: Sequence[Task]) -> bool:
             entries = pool.by_queue.get(job.queue, [])
@@ -55,7 +57,8 @@ class PreemptAction:
                 stmt,
                 preemptor=job,
                 tasks=tasks,
-                units=pool.units(
+                units=steps.ordered([job.queue], below_priority=job.priority)
+                or pool.units(
                     [job.queue],
                     below_priority=job.priority,
                     is_protected=lambda victim: protected_by_guards(session, self.name, job, victim),

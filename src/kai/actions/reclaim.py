@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from kai.actions.common import preemptors
 from kai.actions.common.bounds import could_free_enough
 from kai.actions.common.solver import Scenario, solve
+from kai.actions.common.victim_steps import VictimSteps
 from kai.actions.common.victims import VictimPool, amount, main_resource, protected_by_guards
 from kai.core.model import Job, Task
 from kai.core.resources import Vector
@@ -46,6 +47,7 @@ class ReclaimAction:
 
     def execute(self, session: Session) -> None:
         pool = VictimPool(session)
+        steps = VictimSteps(pool)
 
         def attempt(job: Job, tasks: Sequence[Task]) -> bool:
             request = session.job_request(list(tasks))
@@ -106,7 +108,8 @@ class ReclaimAction:
                 stmt,
                 preemptor=job,
                 tasks=tasks,
-                units=pool.units(
+                units=steps.ordered(victim_queues)
+                or pool.units(
                     victim_queues, is_protected=lambda victim: protected_by_guards(session, self.name, job, victim)
                 ),
                 validate=validate,

@@ -48,12 +48,24 @@ class QueueOrderPolicy(Protocol):
 
     def tie(self, session: Session, left: int, right: int) -> int: ...
 
+    def victim_keys(
+        self, session: Session, queue: int, allocated: Triple, victims: Matrix
+    ) -> tuple[tuple[object, ...], Vector, tuple[object, ...]]:
+        """`key` with no job for every row of `victims` [S, 3], as (head, varying, tail): row i's key is
+        `(*head, varying[i], *tail)`. The victim order uses it to rank many victims at once."""
+        ...
+
 
 class OldestFirst:
     """The queue order without a queue-order plugin: the oldest queue first."""
 
     def key(self, session: Session, queue: int, allocated: Triple, job: Triple, victims: Triple) -> tuple[object, ...]:
         return ()
+
+    def victim_keys(
+        self, session: Session, queue: int, allocated: Triple, victims: Matrix
+    ) -> tuple[tuple[object, ...], Vector, tuple[object, ...]]:
+        return (), np.zeros(len(victims)), ()
 
     def tie(self, session: Session, left: int, right: int) -> int:
         queues = session.snapshot.queues

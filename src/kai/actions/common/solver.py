@@ -23,9 +23,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 
 from kai.actions.common.job_order import JobsByQueue
 from kai.actions.common.placement import place_task, place_tasks
+from kai.actions.common.victim_steps import OrderedVictims, StepBlock
 from kai.actions.common.victims import VictimUnit
 from kai.core import fit as fit_lib
 from kai.core.model import BoolVector, Job, Task
@@ -78,9 +80,7 @@ def _capacity(free: np.ndarray, shapes: np.ndarray) -> np.ndarray:
 
 
 class _Search:
-    def __init__(
-        self, session: Session, stmt: Statement, *, preemptor: Job, tasks: Sequence[Task]
-    ) -> None:
+    def __init__(self, session: Session, stmt: Statement, *, preemptor: Job, tasks: Sequence[Task]) -> None:
         self.session = session
         self.stmt = stmt
         self.preemptor = preemptor
@@ -209,42 +209,64 @@ class _Search:
         return Scenario(preemptor=self.preemptor, tasks=self.task_indices, lost=tuple(lost), moved=moved), stays
 
 
-def solve(
-    session: Session,
-    stmt: Statement,
-    *,
-    preemptor: Job,
-    tasks: Sequence[Task],
-    units: Iterable[VictimUnit],
-    validate: Validator,
-    message: Messenger,
-    max_victim_tasks: int = 0,
-) -> Scenario | None:
-    """Find the first valid scenario and leave it applied in `stmt` (uncommitted); None leaves `stmt` as it was."""
-    search = _Search(session, stmt, preemptor=preemptor, tasks=tasks)
-    start = stmt.checkpoint()
-    mask = _mask(session, tasks)
-    shapes, counts = _shapes(tasks)
-    base = session.idle + session.releasing
-    freed = np.zeros_like(base)
-    cap_base = np.where(mask[None, :], _capacity(base, shapes), 0.0)
-    cap = cap_base.copy()
-    taken: list[VictimUnit] = []
-    victim_tasks = 0
-    # resources every preemptor pod asks for, with the smallest amount asked: a node that stays short
-    # of one of them holds no preemptor pod whatever was freed on it (skipped without counting)
-    asked_by_all = [
-        (r, float(shapes[:, r].min())) for r in range(shapes.shape[1]) if bool(np.all(shapes[:, r] > EPS))
-    ]
-    for unit in units:
+class _Scan:
+    """What the victims taken so far free, per node, and how many preemptor pods each node could then hold.
+
+    A node's count is the capacity of its free room plus what its victims free (zero off the
+    preemptor's nodes); it only grows as victims are taken.
+    """
+
+    def __init__(self, session: Session, tasks: Sequence[Task]) -> None:
+        self.mask = _mask(session, tasks)
+        self.shapes, self.counts = _shapes(tasks)
+        self.base = session.idle + session.releasing
+        self.freed = np.zeros_like(self.base)
+        self.cap_base = np.where(self.mask[None, :], _capacity(self.base, self.shapes), 0.0)
+        self.cap = self.cap_base.copy()
+        self.total = self.cap.sum(axis=1)
+        self.taken: list[VictimUnit] = []
+        # per (taken unit, node) row: the unit's place in `taken`, and the node (appended in chunks)
+        self.row_unit: list[npt.NDArray[np.int64]] = []
+        self.row_node: list[npt.NDArray[np.int64]] = []
+        self.victim_tasks = 0
+        # resources every preemptor pod asks for, with the smallest amount asked: a node that stays short
+        # of one of them holds no preemptor pod whatever was freed on it
+        self.asked_by_all = [
+            (r, float(self.shapes[:, r].min()))
+            for r in range(self.shapes.shape[1])
+            if bool(np.all(self.shapes[:, r] > EPS))
+        ]
+
+    def take(self, unit: VictimUnit, nodes: Sequence[int]) -> None:
+        self.row_unit.append(np.full(len(nodes), len(self.taken), dtype=np.int64))
+        self.row_node.append(np.asarray(nodes, dtype=np.int64))
+        self.taken.append(unit)
+        self.victim_tasks += len(unit.tasks)
+
+    def roomy(self, nodes: Sequence[int]) -> list[int]:
+        """The nodes not short, even with what was freed, of a resource every preemptor pod asks for."""
+        base, freed = self.base, self.freed
+        return [n for n in nodes if not any(base[n, r] + freed[n, r] + EPS < need for r, need in self.asked_by_all)]
+
+    def units_on(self, nodes: BoolVector) -> list[VictimUnit]:
+        """The taken units with a pod on one of the nodes, in the order they were taken."""
+        if len(self.row_unit) > 1:
+            self.row_unit, self.row_node = [np.concatenate(self.row_unit)], [np.concatenate(self.row_node)]
+        if not self.row_unit:
+            return []
+        rows = self.row_unit[0][nodes[self.row_node[0]]]
+        return [self.taken[i] for i in np.unique(rows)]
+
+    def step(self, session: Session, unit: VictimUnit, max_victim_tasks: int) -> list[int] | None:
+        """Take one unit (per-unit walk); the nodes to try if it makes room for one more preemptor pod
+        and the nodes could then hold every pod, else None. Raises StopIteration past the task cap."""
         nodes = sorted({int(session.node[t]) for t in unit.tasks})
-        if not mask[nodes].any():
-            continue
-        if max_victim_tasks and victim_tasks + len(unit.tasks) > max_victim_tasks:
-            break
-        taken.append(unit)
-        victim_tasks += len(unit.tasks)
-        frees = np.zeros((len(nodes), base.shape[1]))
+        if not self.mask[nodes].any():
+            return None
+        if max_victim_tasks and self.victim_tasks + len(unit.tasks) > max_victim_tasks:
+            raise StopIteration
+        self.take(unit, nodes)
+        frees = np.zeros((len(nodes), self.base.shape[1]))
         for t in unit.tasks:
             task = session.task(t)
             row = nodes.index(int(session.node[t]))
@@ -252,40 +274,150 @@ def solve(
             if task.is_shared_gpu:
                 # at most its devices come free (only once every holder leaves): an upper bound
                 frees[row, GPU] += float(max(1, task.gpu_devices))
-        freed[nodes] += frees
-        nodes = [n for n in nodes if not any(base[n, r] + freed[n, r] + EPS < need for r, need in asked_by_all)]
+        self.freed[nodes] += frees
+        nodes = self.roomy(nodes)
         if not nodes:
-            continue
-        grown = np.where(mask[None, nodes], _capacity(base[nodes] + freed[nodes], shapes), 0.0)
-        grew = bool(np.any(grown > cap[:, nodes]))
-        cap[:, nodes] = grown
+            return None
+        grown = np.where(self.mask[None, nodes], _capacity(self.base[nodes] + self.freed[nodes], self.shapes), 0.0)
+        grew = bool(np.any(grown > self.cap[:, nodes]))
+        self.cap[:, nodes] = grown
         # simulate only when this victim makes room for one more preemptor pod somewhere, and the
         # nodes could then hold every pod (each shape counted on its own: a necessary condition)
-        if not grew or bool(np.any(cap.sum(axis=1) < counts)):
-            continue
-        tasks_of = session.snapshot.tasks
-        base_total = cap_base.sum(axis=1)
-        # first the victims on one node of the newest victim at a time (the least disruptive), as KAI
-        # tries each node of its latest victim, then every victim on a node where victims make room
-        tried: list[list[VictimUnit]] = []
-        for n in nodes:
-            if not bool(np.any(cap[:, n] > cap_base[:, n])) or bool(
-                np.any(base_total + cap[:, n] - cap_base[:, n] < counts)
-            ):
+        if not grew or bool(np.any(self.cap.sum(axis=1) < self.counts)):
+            return None
+        return nodes
+
+    def block(self, steps: StepBlock) -> tuple[int, list[int]] | None:
+        """Take the steps, all at once, up to the first one `step` would simulate at: (its place in
+        `steps`, the nodes to try), or None when none does (all taken). Same arithmetic as `step`:
+        each node's freed room adds up its victims in order."""
+        mask = self.mask
+        count = len(steps.units)
+        kept = np.zeros(count, dtype=np.bool_)
+        np.logical_or.at(kept, steps.row_step, mask[steps.row_node])
+        rows = np.flatnonzero(kept[steps.row_step])
+        if not rows.size:
+            return None
+        frees = steps.row_frees[rows]
+        row_step, row_node = steps.row_step[rows], steps.row_node[rows]
+        # each node's freed room after each of its rows, summed in order from what it had freed before
+        by_node = np.lexsort((np.arange(rows.size), row_node))
+        nodes_sorted = row_node[by_node]
+        first = np.flatnonzero(np.r_[True, nodes_sorted[1:] != nodes_sorted[:-1]])
+        group = np.cumsum(np.r_[False, nodes_sorted[1:] != nodes_sorted[:-1]])
+        place = np.arange(rows.size) - first[group]
+        pad = np.zeros((first.size, int(place.max()) + 2, frees.shape[1]))
+        pad[:, 0] = self.freed[nodes_sorted[first]]
+        pad[group, place + 1] = frees[by_node]
+        after_sorted = np.cumsum(pad, axis=1)[group, place + 1]
+        after = np.empty_like(after_sorted)
+        after[by_node] = after_sorted
+        cap_after = np.where(mask[None, row_node], _capacity(self.base[row_node] + after, self.shapes), 0.0)
+        previous = np.empty_like(by_node)
+        previous[by_node] = np.where(place == 0, -1, np.r_[-1, by_node[:-1]])
+        cap_before = np.where(previous[None, :] >= 0, cap_after[:, np.maximum(previous, 0)], self.cap[:, row_node])
+        grew_row = np.any(cap_after > cap_before, axis=0)
+        increments = cap_after - cap_before
+        kept_steps = np.flatnonzero(kept)
+        grew = np.zeros(count, dtype=np.bool_)
+        np.logical_or.at(grew, row_step, grew_row)
+        gained = np.zeros((self.shapes.shape[0], count))
+        np.add.at(gained.T, row_step, increments.T)
+        totals = self.total[:, None] + np.cumsum(gained[:, kept_steps], axis=1)
+        fires = grew[kept_steps] & np.all(totals >= self.counts[:, None], axis=0)
+        hit = int(np.argmax(fires)) if bool(fires.any()) else -1
+        last = int(kept_steps[hit]) if hit >= 0 else count - 1
+        # take the steps up to `last`: their rows set the nodes' freed room and counts
+        upto = row_step <= last
+        place_of = len(self.taken) + np.cumsum(kept) - 1  # a kept step's place in `taken`
+        self.taken.extend(steps.units[k] for k in np.flatnonzero(kept[: last + 1]).tolist())
+        self.row_unit.append(place_of[row_step[upto]])
+        self.row_node.append(row_node[upto])
+        # per node, its last row among those taken
+        sel = np.flatnonzero(upto[by_node])
+        ends = np.r_[group[sel][1:] != group[sel][:-1], True] if sel.size else np.zeros(0, dtype=np.bool_)
+        final = by_node[sel[ends]]
+        self.freed[row_node[final]] = after[final]
+        self.cap[:, row_node[final]] = cap_after[:, final]
+        self.total = self.cap.sum(axis=1)
+        if hit < 0:
+            return None
+        return last, self.roomy(row_node[row_step == last].tolist())
+
+
+def solve(
+    session: Session,
+    stmt: Statement,
+    *,
+    preemptor: Job,
+    tasks: Sequence[Task],
+    units: Iterable[VictimUnit] | OrderedVictims,
+    validate: Validator,
+    message: Messenger,
+    max_victim_tasks: int = 0,
+) -> Scenario | None:
+    """Find the first valid scenario and leave it applied in `stmt` (uncommitted); None leaves `stmt` as it was.
+
+    `units` is the victim order one unit at a time, or as blocks of steps (`OrderedVictims`, same order).
+    """
+    search = _Search(session, stmt, preemptor=preemptor, tasks=tasks)
+    start = stmt.checkpoint()
+    scan = _Scan(session, tasks)
+    if isinstance(units, OrderedVictims):
+        assert not max_victim_tasks, "the block walk does not cap victim tasks"
+        for steps in units.blocks():
+            at = 0
+            while at < len(steps.units):
+                fired = scan.block(steps.after(at) if at else steps)
+                if fired is None:
+                    break
+                found = _simulate_at(search, start, scan, fired[1], validate, message)
+                if found is not None:
+                    return found
+                at += fired[0] + 1
+    else:
+        for unit in units:
+            try:
+                nodes = scan.step(session, unit, max_victim_tasks)
+            except StopIteration:
+                break
+            if nodes is None:
                 continue
-            on_node = [u for u in taken if any(tasks_of[t].node == n for t in u.tasks)]
-            tried.append(on_node)
-            found = _try(search, start, on_node, validate)
+            found = _simulate_at(search, start, scan, nodes, validate, message)
             if found is not None:
-                return _replay(search, start, found[2], found[0], found[1], validate, message)
-        useful = np.any(cap > cap_base, axis=0)
-        candidates = [u for u in taken if any(useful[tasks_of[t].node] for t in u.tasks)]
-        if candidates in tried:
+                return found
+    stmt.rollback(start)
+    return None
+
+
+def _simulate_at(
+    search: _Search, start: int, scan: _Scan, nodes: list[int], validate: Validator, message: Messenger
+) -> Scenario | None:
+    """The newest victim made room: first the victims on one of its nodes at a time (the least
+    disruptive), as KAI tries each node of its latest victim, then every victim on a node where victims
+    make room. The first valid scenario is applied again with messages and returned."""
+    cap, cap_base, counts = scan.cap, scan.cap_base, scan.counts
+    base_total = cap_base.sum(axis=1)
+    count = cap.shape[1]
+    tried: list[list[VictimUnit]] = []
+    for n in nodes:
+        if not bool(np.any(cap[:, n] > cap_base[:, n])) or bool(
+            np.any(base_total + cap[:, n] - cap_base[:, n] < counts)
+        ):
             continue
-        found = _try(search, start, candidates, validate)
+        only = np.zeros(count, dtype=np.bool_)
+        only[n] = True
+        on_node = scan.units_on(only)
+        tried.append(on_node)
+        found = _try(search, start, on_node, validate)
         if found is not None:
             return _replay(search, start, found[2], found[0], found[1], validate, message)
-    stmt.rollback(start)
+    candidates = scan.units_on(np.any(cap > cap_base, axis=0))
+    if candidates in tried:
+        return None
+    found = _try(search, start, candidates, validate)
+    if found is not None:
+        return _replay(search, start, found[2], found[0], found[1], validate, message)
     return None
 
 

@@ -100,20 +100,23 @@ class VictimPool:
         for entries in self.by_queue.values():
             entries.sort(key=lambda e: e[0])
 
-        self._plans: dict[int, tuple[int, tuple[_Step, ...]]] = {}
+        self._plans: dict[int, tuple[bytes, tuple[PlanStep, ...]]] = {}
 
     @property
     def queues(self) -> list[int]:
         return sorted(self.by_queue)
 
-    def plan(self, job: Job) -> tuple[_Step, ...]:
-        """The job's victim plan in the current state (empty if it is no candidate); cached per job version."""
-        version = int(self.session.job_version[job.index])
+    def plan(self, job: Job) -> tuple[PlanStep, ...]:
+        """The job's victim plan in the current state (empty if it is no candidate).
+
+        A plan depends only on the states of the job's pods, so it is cached by them: a job whose
+        evictions were rolled back gets the same plan (the same object) again."""
+        state = self.session.status[self.session.job_order_tasks[job.index]].tobytes()
         cached = self._plans.get(job.index)
-        if cached is not None and cached[0] == version:
+        if cached is not None and cached[0] == state:
             return cached[1]
         plan = _plan(self.session, job) if is_candidate(self.session, job) else ()
-        self._plans[job.index] = (version, plan)
+        self._plans[job.index] = (state, plan)
         return plan
 
     def units(
@@ -139,7 +142,7 @@ class VictimPool:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class _Step:
+class PlanStep:
     """One unit of a job's victim plan, what the job holds when it is taken, and its re-rank key after."""
 
     unit: VictimUnit
@@ -147,25 +150,25 @@ class _Step:
     requeue: tuple[int, int, float, int] | None  # None: nothing of the job is left after this unit
 
 
-def _plan(session: Session, job: Job) -> tuple[_Step, ...]:
+def _plan(session: Session, job: Job) -> tuple[PlanStep, ...]:
     """The job's units in the order it loses them: surplus pods one at a time, then the rest at once."""
     running = running_tasks(session, job)
     alive = session.podset_alive[job.index].copy()
     charge = session.task_charge
-    steps: list[_Step] = []
+    steps: list[PlanStep] = []
     while running:
         held = charge[running].sum(axis=0)
         holds = (float(held[0]), float(held[1]), float(held[2]))
         surplus = _surplus_task(session, job, running, alive)
         if surplus is None:
             steps.append(
-                _Step(unit=VictimUnit(job=job.index, tasks=tuple(running), whole=True), holds=holds, requeue=None)
+                PlanStep(unit=VictimUnit(job=job.index, tasks=tuple(running), whole=True), holds=holds, requeue=None)
             )
             break
         running.remove(surplus)
         alive[session.snapshot.tasks[surplus].podset] -= 1
         key = (job.priority, _bucket(job, int(alive.sum())), -job.creation, -job.index) if running else None
-        steps.append(_Step(unit=VictimUnit(job=job.index, tasks=(surplus,), whole=False), holds=holds, requeue=key))
+        steps.append(PlanStep(unit=VictimUnit(job=job.index, tasks=(surplus,), whole=False), holds=holds, requeue=key))
     return tuple(steps)
 
 
@@ -188,13 +191,13 @@ class _Cursor:
         self.is_protected = is_protected
         self.i = 0
         self.requeued: list[tuple[tuple[int, int, float, int], int]] = []
-        self.position: dict[int, tuple[tuple[_Step, ...], int]] = {}
+        self.position: dict[int, tuple[tuple[PlanStep, ...], int]] = {}
         self.pops = 0
         self.popped = (0.0, 0.0, 0.0)  # what the jobs popped so far held when popped (KAI's victim list)
-        self._head: _Step | None = None
+        self._head: PlanStep | None = None
         self._done = False
 
-    def head(self) -> _Step | None:
+    def head(self) -> PlanStep | None:
         """The next step, or None when the queue has no more victims."""
         if self._head is None and not self._done:
             self._head = self._next()
@@ -210,7 +213,7 @@ class _Cursor:
         self.popped = (p[0] + h[0], p[1] + h[1], p[2] + h[2])
         return head.unit
 
-    def _next(self) -> _Step | None:
+    def _next(self) -> PlanStep | None:
         entries = self.entries
         while self.i < len(entries) or self.requeued:
             if self.requeued and (self.i >= len(entries) or self.requeued[0][0] < entries[self.i][0]):

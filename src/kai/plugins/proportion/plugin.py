@@ -10,11 +10,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from kai.core import resources
 from kai.core.decisions import JobCondition
-from kai.core.model import Job
+from kai.core.model import Job, Matrix
 from kai.core.resources import QUEUE_RESOURCE_NAMES, Vector
-from kai.core.session import Session, Triple
+from kai.core.session import NOTHING, Session, Triple
 from kai.plugins.proportion import division
 
 UNLIMITED = -1.0
@@ -52,6 +54,15 @@ def _drf(caps: Triple, allocated: Sequence[float]) -> float:
     for cap, used in zip(caps, allocated, strict=True):
         value = used * NO_SHARE_DRF_MULTIPLIER if cap == 0 else used / cap
         best = max(best, value)
+    return best
+
+
+def _drf_rows(caps: Triple, allocated: Matrix) -> Vector:
+    """`_drf` of every row of `allocated` [S, 3] (the same arithmetic, element by element)."""
+    best = np.zeros(len(allocated))
+    for r, cap in enumerate(caps):
+        used = allocated[:, r]
+        best = np.maximum(best, used * NO_SHARE_DRF_MULTIPLIER if cap == 0 else used / cap)
     return best
 
 
@@ -111,6 +122,14 @@ class QueueOrder:
         caps = self.caps[queue]
         share = [with_job[0] - victims[0], with_job[1] - victims[1], with_job[2] - victims[2]]
         return (over, not starved, -self.priority[queue], penalized, _drf(caps, share), _drf(caps, allocated))
+
+    def victim_keys(
+        self, session: Session, queue: int, allocated: Triple, victims: Matrix
+    ) -> tuple[tuple[bool, bool, int, bool], Vector, tuple[float]]:
+        """`key` with no job for each row of victims: only step 5 depends on the victims."""
+        head = self.key(session, queue, allocated, NOTHING, NOTHING)
+        shares = _drf_rows(self.caps[queue], np.asarray(allocated, dtype=np.float64)[None, :] - victims)
+        return (head[0], head[1], head[2], head[3]), shares, (head[5],)
 
     def tie(self, session: Session, left: int, right: int) -> int:
         l_alloc, r_alloc = self.allocatable[left], self.allocatable[right]

@@ -1,0 +1,81 @@
+"""The victim order kept as arrays (`victim_steps`) is the victim order walked unit by unit (`VictimPool.units`).
+
+Busy seeded clusters (the reclaim benchmark's: gangs and elastic jobs, GPU and CPU-only pods, over
+several queues) are cut down to small sizes; the two walks must give the same units in the same
+order, and a whole cycle must give the same decisions whichever walk the victim search reads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from benchmarks.clusters import NOW, reclaim_cluster
+
+from kai.actions.common import victim_steps
+from kai.actions.common.victim_steps import VictimSteps
+from kai.actions.common.victims import VictimPool
+from kai.core.decisions import CycleResult
+from kai.core.model import Snapshot
+from kai.core.session import SchedulerConfig, Session
+from kai.core.snapshot_builder import build_snapshot
+from kai.scheduler.cycle import open_session, run_cycle
+
+CLUSTERS = [
+    {"nodes": 12, "queues": 4, "seed": 1},
+    {"nodes": 20, "queues": 6, "seed": 2},
+    {"nodes": 30, "queues": 5, "seed": 3, "running": 400},
+    {"nodes": 40, "queues": 8, "seed": 4},
+]
+
+
+def _snapshot(spec: dict[str, int]) -> Snapshot:
+    cluster = reclaim_cluster(**spec)
+    return build_snapshot(
+        now=NOW,
+        nodes=cluster.nodes,
+        pods=cluster.pods,
+        foreign_pods=[],
+        podgroups=cluster.podgroups,
+        queues=cluster.queues,
+        priority_classes=cluster.priority_classes,
+    ).snapshot
+
+
+def _walked(session: Session, queues: list[int], below: int | None) -> list[tuple[int, tuple[int, ...], bool]]:
+    pool = VictimPool(session)
+    return [(u.job, u.tasks, u.whole) for u in pool.units(queues, below_priority=below)]
+
+
+def _ordered(session: Session, queues: list[int], below: int | None) -> list[tuple[int, tuple[int, ...], bool]]:
+    ordered = VictimSteps(VictimPool(session)).ordered(queues, below_priority=below)
+    assert ordered is not None
+    return [(u.job, u.tasks, u.whole) for block in ordered.blocks() for u in block.units]
+
+
+@pytest.mark.parametrize("spec", CLUSTERS, ids=lambda s: f"{s['nodes']}n-{s['queues']}q")
+def test_same_order_as_the_unit_walk(spec: dict[str, int]) -> None:
+    session = open_session(_snapshot(spec), SchedulerConfig())
+    pool = VictimPool(session)
+    queues = pool.queues
+    assert len(queues) > 1
+    walked = _walked(session, queues, None)
+    assert len(walked) > 50
+    assert _ordered(session, queues, None) == walked
+    # a subset of the queues, and one queue below a priority (as preempt asks)
+    assert _ordered(session, queues[1:], None) == _walked(session, queues[1:], None)
+    assert _ordered(session, queues[:1], 100) == _walked(session, queues[:1], 100)
+
+
+@pytest.mark.parametrize("spec", CLUSTERS, ids=lambda s: f"{s['nodes']}n-{s['queues']}q")
+def test_same_decisions_as_the_unit_walk(spec: dict[str, int], monkeypatch: pytest.MonkeyPatch) -> None:
+    snapshot = _snapshot(spec)
+    fast = run_cycle(snapshot, SchedulerConfig())
+    monkeypatch.setattr(victim_steps.VictimSteps, "ordered", lambda self, queues, below_priority=None: None)
+    walked = run_cycle(snapshot, SchedulerConfig())
+    assert fast.evictions, "the cluster has reclaim and preempt work"
+    assert _decisions(fast) == _decisions(walked)
+
+
+def _decisions(result: CycleResult) -> dict[str, object]:
+    return {f.name: getattr(result, f.name) for f in dataclasses.fields(result)}
