@@ -124,7 +124,7 @@ def _running_jobs(
     states: list[PodState] = []
     made, g = 0, 0
     while made < len(slots):
-        size = int(min(len(slots) - made, rng.integers(1, 9)))
+        size = min(len(slots) - made, int(rng.integers(1, 9)))
         name = f"run-{g:06d}"
         elastic = bool(rng.random() < 0.3)
         groups.append(
@@ -272,7 +272,7 @@ def allocate_gangs(*, pods: int, queues: int = 20, seed: int = 0) -> list[Gang]:
     made = 0
     while made < pods:
         g = len(gangs)
-        size = int(min(pods - made, rng.integers(1, 65)))
+        size = min(pods - made, int(rng.integers(1, 65)))
         gpus = int(rng.choice([1, 2, 4, 8]))
         gangs.append(Gang(name=f"job-{g:06d}", queue=f"q{g % queues:03d}", size=size, gpus=gpus, created=float(g)))
         made += size

@@ -173,6 +173,7 @@ def _offline_client() -> kc.KubeClient:
             "current-context": "c",
         }
     ).get()
+    assert config is not None
     return kc.KubeClient(config)
 
 

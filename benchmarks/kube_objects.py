@@ -164,7 +164,7 @@ def running_cluster(*, nodes: int, pods: int, seed: int = 0) -> ClusterManifests
     made: list[Manifest] = []
     g = 0
     while len(made) < len(slots):
-        size = int(min(len(slots) - len(made), rng.integers(1, 9)))
+        size = min(len(slots) - len(made), int(rng.integers(1, 9)))
         name, queue = f"run-{g:06d}", f"bench-q{g % QUEUES:03d}"
         groups.append(podgroup(name, queue=queue, min_member=size))
         for k in range(size):
@@ -193,7 +193,7 @@ def backlog_cluster(
     gangs: dict[str, int] = {}
     g = 0
     while len(made) < pods:
-        size = int(min(pods - len(made), rng.integers(1, max_gang + 1)))
+        size = min(pods - len(made), int(rng.integers(1, max_gang + 1)))
         name, queue = f"job-{g:06d}", f"bench-q{g % QUEUES:03d}"
         if scheduler == SCHEDULER:
             groups.append(podgroup(name, queue=queue, min_member=size))

@@ -90,7 +90,7 @@ VALUES = st.one_of(
     st.integers(min_value=-(10**30), max_value=10**30),
     st.floats(allow_nan=True, allow_infinity=True),
     st.sampled_from(["-1", "0", "1e308", "-5", "0.5", "1.5", "2Gi", "1Ei", "-5m", "90s", "true", "", "queue"]),
-    st.text(alphabet=st.characters(exclude_categories=("Cs",)), max_size=16),
+    st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=16),
     st.lists(st.integers(min_value=-3, max_value=3), max_size=3),
     st.dictionaries(NAME, st.integers(min_value=-3, max_value=3), max_size=2),
 )

@@ -16,7 +16,7 @@ import yaml
 from click.testing import CliRunner, Result
 
 from kai.api.errors import Source
-from kai.api.manifest import Document, parse_document
+from kai.api.manifest import Document, SkippedObject, parse_document
 from kai.api.queue import Queue
 from kai.cli.main import main
 from kai.core.session import SchedulerConfig
@@ -84,6 +84,7 @@ def test_on_a_cluster_the_cycle_is_reported_and_everything_else_scheduled() -> N
     objects = []
     for i, raw in enumerate(docs, start=1):
         parsed = parse_document(Document(raw=raw, source=Source(file="cluster", index=i)))
+        assert not isinstance(parsed, SkippedObject)
         objects.append((parsed, raw))
     assert sum(isinstance(o, Queue) for o, _ in objects) == 4
     sim = Simulation(objects, config=SchedulerConfig(), start_time=None)
@@ -304,7 +305,7 @@ def test_a_bad_simulation_annotation_names_its_file_even_in_a_template(key: str,
 
 
 def test_a_count_the_simulator_cannot_create_is_refused_not_hung(tmp_path: pathlib.Path) -> None:
-    deployment = {
+    deployment: dict[str, Any] = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "metadata": {"name": "web"},

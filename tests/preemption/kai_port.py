@@ -198,7 +198,7 @@ def _ages(jobs: list[dict[str, Any]]) -> dict[str, float]:
 
 def render(case: dict[str, Any], *, area: str) -> tuple[str, str, str]:
     """(directory name, manifests.yaml text, expect.yaml text) for one case."""
-    title = f"KAI {case['file']}: \"{case['kai']}\""
+    title = f'KAI {case["file"]}: "{case["kai"]}"'
     notes = [title, *(case.get("note", "").split("\n") if case.get("note") else [])]
     header = "".join(f"# {line}\n" for line in notes if line)
     docs: list[dict[str, Any]] = []
@@ -215,8 +215,7 @@ def render(case: dict[str, Any], *, area: str) -> tuple[str, str, str]:
             "pods": str(node.get("pods", 110)),
         }
         meta = {"name": name, "labels": labels, "creationTimestamp": _stamp(BASE)}
-        docs.append({"apiVersion": "v1", "kind": "Node", "metadata": meta,
-                     "status": {"allocatable": allocatable}})
+        docs.append({"apiVersion": "v1", "kind": "Node", "metadata": meta, "status": {"allocatable": allocatable}})
     queue_time = BASE - timedelta(days=1)
     departments = case.get("departments") or []
     if not departments:
@@ -231,8 +230,14 @@ def render(case: dict[str, Any], *, area: str) -> tuple[str, str, str]:
         docs.append(_queue_doc(q, created, parent=_k8s(parent) if parent else None, weight=q.get("weight", 0)))
     classes = sorted({int(j.get("priority", 50)) for j in case["jobs"]} - set(DEFAULT_CLASSES))
     for value in classes:
-        docs.append({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-                     "metadata": {"name": f"priority-{value}"}, "value": value})
+        docs.append(
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": f"priority-{value}"},
+                "value": value,
+            }
+        )
     ages = _ages(case["jobs"])
     order = sorted(case["jobs"], key=lambda j: (-ages[j["name"]], j["name"]))
     rank = {j["name"]: i for i, j in enumerate(order)}
@@ -240,8 +245,11 @@ def render(case: dict[str, Any], *, area: str) -> tuple[str, str, str]:
         age = timedelta(minutes=ages[job["name"]])
         created = BASE - age - timedelta(seconds=len(order) - rank[job["name"]])
         priority = int(job.get("priority", 50))
-        pg_meta: dict[str, Any] = {"name": _k8s(job["name"]), "namespace": "default",
-                                   "creationTimestamp": _stamp(created)}
+        pg_meta: dict[str, Any] = {
+            "name": _k8s(job["name"]),
+            "namespace": "default",
+            "creationTimestamp": _stamp(created),
+        }
         annotations = {}
         if "startedMinutesAgo" in job:
             started = BASE - timedelta(minutes=job["startedMinutesAgo"])
@@ -255,7 +263,8 @@ def render(case: dict[str, Any], *, area: str) -> tuple[str, str, str]:
         if annotations:
             pg_meta["annotations"] = annotations
         gang: dict[str, int] = (
-            {"minSubGroup": int(job["minSubGroup"])} if "minSubGroup" in job
+            {"minSubGroup": int(job["minSubGroup"])}
+            if "minSubGroup" in job
             else {"minMember": int(job.get("min", len(job["tasks"])))}
         )
         spec: dict[str, Any] = {
@@ -270,9 +279,7 @@ def render(case: dict[str, Any], *, area: str) -> tuple[str, str, str]:
         for key in ("preemptionDelay", "stalenessGracePeriod", "safeToConsolidate"):
             if key in job:
                 spec[key] = job[key]
-        docs.append(
-            {"apiVersion": "scheduling.run.ai/v2alpha2", "kind": "PodGroup", "metadata": pg_meta, "spec": spec}
-        )
+        docs.append({"apiVersion": "scheduling.run.ai/v2alpha2", "kind": "PodGroup", "metadata": pg_meta, "spec": spec})
         for i, task in enumerate(job["tasks"]):
             docs.append(_pod_doc(job, i, task, created))
     manifests = header + yaml.safe_dump_all(docs, sort_keys=False)
@@ -319,7 +326,7 @@ def moves(case: dict[str, Any]) -> dict[str, str]:
 
 def active_cases() -> list[tuple[str, dict[str, Any]]]:
     """(area, case) for every case that is not pending."""
-    out = []
+    out: list[tuple[str, dict[str, Any]]] = []
     for path in sorted(CASES_DIR.glob("*.yaml")):
         area = path.stem.split("_")[0]
         out.extend((area, case) for case in yaml.safe_load(path.read_text()) or [] if not case.get("pending"))
@@ -340,7 +347,8 @@ def orphans() -> list[pathlib.Path]:
     names = {name for name, _, _ in all_cases()}
     areas = {path.stem.split("_")[0] for path in CASES_DIR.glob("*.yaml")}
     return sorted(
-        d for d in SCENARIOS.iterdir()
+        d
+        for d in SCENARIOS.iterdir()
         if d.is_dir() and d.name not in names and any(d.name.startswith(f"kai-{a}-") for a in areas)
     )
 

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-OPENB_DIR = Path(os.environ.get("KAI_OPENB_DIR", "/work/shared/data/alibaba-gpu-v2023"))
+# the trace ships in ../shared beside the repository (as CI lays it out)
+DEFAULT_OPENB_DIR = Path(__file__).resolve().parents[3] / "shared" / "data" / "alibaba-gpu-v2023"
+OPENB_DIR = Path(os.environ.get("KAI_OPENB_DIR", str(DEFAULT_OPENB_DIR)))
 
 
 @pytest.fixture

@@ -152,11 +152,13 @@ def test_deployment_with_lost_indentation_is_reported() -> None:
     assert error == "Deployment vllm-test-02: spec: is missing"
 
 
-def statefulset(*, replicas: int = 3, policy: str | None = None, start: int | None = None, gpus: int = 0) -> dict:
-    container: dict = {"name": "db", "image": "postgres"}
+def statefulset(
+    *, replicas: int = 3, policy: str | None = None, start: int | None = None, gpus: int = 0
+) -> dict[str, Any]:
+    container: dict[str, Any] = {"name": "db", "image": "postgres"}
     if gpus:
         container["resources"] = {"limits": {"nvidia.com/gpu": str(gpus)}}
-    spec: dict = {
+    spec: dict[str, Any] = {
         "replicas": replicas,
         "serviceName": "db",
         "selector": {"matchLabels": {"app": "db"}},

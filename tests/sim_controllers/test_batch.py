@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
+from typing import Any
 
 import pytest
 
@@ -33,7 +34,7 @@ from .cluster import (
 SUFFIX = f"[{names.ALPHABET}]{{5}}"
 
 
-def job_docs(**spec_changes: object) -> list[dict]:
+def job_docs(**spec_changes: object) -> list[dict[str, Any]]:
     docs = load("batch-job.yaml")
     docs[0]["spec"].update(spec_changes)
     return docs
@@ -43,7 +44,7 @@ def job_cluster(**spec_changes: object) -> Simulation:
     return simulate(job_docs(**spec_changes))
 
 
-def job_status(sim: Simulation) -> dict:
+def job_status(sim: Simulation) -> dict[str, Any]:
     status = dict(get(sim, "Job", "batch-job")["status"])
     status.pop("sim.kai.scheduler/tracking")
     return status
@@ -185,14 +186,14 @@ def test_suspended_job_has_no_pods() -> None:
         ({"template": {"metadata": {}}}, "spec.template.spec"),
     ],
 )
-def test_invalid_job_names_the_field(change: dict, field: str) -> None:
+def test_invalid_job_names_the_field(change: dict[str, Any], field: str) -> None:
     (error,) = refusal(job_docs(**change))
     assert error.startswith(f"Job batch-job: {field}: "), error
 
 
-def cronjob(**spec_changes: object) -> dict:
+def cronjob(**spec_changes: object) -> dict[str, Any]:
     job = load("batch-job.yaml")[0]
-    spec: dict = {
+    spec: dict[str, Any] = {
         "schedule": "*/5 * * * *",
         "jobTemplate": {"metadata": {"labels": {"team": "a"}}, "spec": job["spec"]},
     }
@@ -273,7 +274,7 @@ def test_cronjob_forbid_waits_for_the_active_job_and_replace_replaces_it() -> No
         ({"concurrencyPolicy": "Sometimes"}, "spec.concurrencyPolicy"),
     ],
 )
-def test_invalid_cronjob_names_the_field(change: dict, field: str) -> None:
+def test_invalid_cronjob_names_the_field(change: dict[str, Any], field: str) -> None:
     (error,) = refusal([cronjob(**change)])
     assert error.startswith(f"CronJob nightly: {field}: "), error
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from kai.sim.controllers import names
 from kai.sim.engine import Simulation
@@ -12,7 +13,7 @@ from .cluster import events, get, load, of_kind, owner_of, phases, pod_names, po
 SUFFIX = f"[{names.ALPHABET}]{{5}}"
 
 
-def jobset_docs(**spec_changes: object) -> list[dict]:
+def jobset_docs(**spec_changes: object) -> list[dict[str, Any]]:
     docs = [d for d in load("kai-batch-examples.yaml") if d["kind"] == "JobSet"]
     docs[0]["spec"].update(spec_changes)
     return docs

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import re
+from typing import Any
 
 import pytest
 
@@ -35,7 +36,7 @@ JOB = "pytorch-dist-mnist-nccl"
 MASTER, WORKER_0, WORKER_1 = f"{JOB}-master-0", f"{JOB}-worker-0", f"{JOB}-worker-1"
 
 
-def pytorch_docs(**spec_changes: object) -> list[dict]:
+def pytorch_docs(**spec_changes: object) -> list[dict[str, Any]]:
     docs = load("pytorch-job.yaml")
     docs[0]["spec"].update(spec_changes)
     return docs
@@ -260,7 +261,7 @@ def test_mpijob_v1_uses_the_training_operator_layout() -> None:
 
 
 def test_notebook_runs_one_statefulset_pod() -> None:
-    notebook = {
+    notebook: dict[str, Any] = {
         "apiVersion": "kubeflow.org/v1beta1",
         "kind": "Notebook",
         "metadata": {"name": "nb", "namespace": "team", "labels": {"kai.scheduler/queue": "team-a"}},

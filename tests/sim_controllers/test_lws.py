@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from kai.sim.controllers import names
 from kai.sim.engine import Simulation
 
@@ -27,7 +29,7 @@ GROUP_0 = (f"{LWS}-0", f"{LWS}-0-1", f"{LWS}-0-2")
 GROUP_1 = (f"{LWS}-1", f"{LWS}-1-1", f"{LWS}-1-2")
 
 
-def lws_docs(**template_changes: object) -> list[dict]:
+def lws_docs(**template_changes: object) -> list[dict[str, Any]]:
     docs = load("leaderworkerset.yaml")
     docs[0]["spec"]["leaderWorkerTemplate"].update(template_changes)
     return docs

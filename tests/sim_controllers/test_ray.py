@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import re
+from typing import Any
 
 from kai.sim import controllers
 from kai.sim.controllers import names
@@ -31,7 +32,7 @@ from .cluster import (
 SUFFIX = f"[{names.ALPHABET}]{{5}}"
 
 
-def ray_pods(sim: Simulation, node_type: str) -> list[dict]:
+def ray_pods(sim: Simulation, node_type: str) -> list[dict[str, Any]]:
     return [p for p in pods(sim) if p["metadata"]["labels"].get("ray.io/node-type") == node_type]
 
 
@@ -164,8 +165,8 @@ def test_cluster_becomes_ready_when_all_pods_run() -> None:
     assert status["readyWorkerReplicas"] == 2
 
 
-def worker_group(**fields: object) -> dict:
-    group: dict = {
+def worker_group(**fields: object) -> dict[str, Any]:
+    group: dict[str, Any] = {
         "groupName": "g",
         "template": {"spec": {"schedulerName": "kai-scheduler", "containers": [{"name": "w", "image": "ray"}]}},
     }
@@ -173,8 +174,8 @@ def worker_group(**fields: object) -> dict:
     return group
 
 
-def cluster(*groups: dict, **spec_fields: object) -> dict:
-    spec: dict = {
+def cluster(*groups: dict[str, Any], **spec_fields: object) -> dict[str, Any]:
+    spec: dict[str, Any] = {
         "headGroupSpec": {
             "template": {"spec": {"schedulerName": "kai-scheduler", "containers": [{"name": "h", "image": "ray"}]}}
         },
@@ -276,11 +277,11 @@ def test_another_seed_gives_other_names() -> None:
 # --- RayJob ---------------------------------------------------------------------------------
 
 
-def rayjob_docs() -> list[dict]:
+def rayjob_docs() -> list[dict[str, Any]]:
     return [d for d in load("kai-batch-examples.yaml") if d["kind"] == "RayJob"]
 
 
-def submitter(sim: Simulation) -> dict:
+def submitter(sim: Simulation) -> dict[str, Any]:
     (found,) = [p for p in pods(sim) if owner_of(p)[0] == "Job"]
     return found
 

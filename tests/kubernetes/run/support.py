@@ -115,7 +115,8 @@ async def eventually(check: Callable[[], Awaitable[T | None]], *, timeout: float
             last = err
         else:
             if last:
-                return last
+                found: T = last
+                return found
         if time.monotonic() > deadline:
             raise AssertionError(f"not reached within {timeout}s; last seen: {last!r}")
         await asyncio.sleep(every)
