@@ -173,3 +173,11 @@ def test_a_left_out_limit_warns_on_its_own(tmp_path: pathlib.Path) -> None:
     result = sim(tmp_path, [queue("q", resources)])
     assert result.exit_code == 0, result.output
     assert "Queue q: spec.resources.gpu.limit: is not set, so KAI reads 0: limit 0 refuses every pod" in result.stderr
+
+
+def test_the_table_output_lists_the_load_warnings() -> None:
+    case = SCENARIOS / "queue-gpu-only-section"
+    result = CliRunner().invoke(main, ["sim", "-f", str(case / "manifests.yaml"), "--actions", "allocate"])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.stdout.split())  # the table wraps long messages
+    assert "queue/team-gpu-only QueueResourceUnset: spec.resources.cpu: is not set, so KAI reads quota 0" in text
