@@ -50,3 +50,25 @@ def test_missing_object_exits_2_naming_it() -> None:
         result = CliRunner().invoke(main, ["explain", *args, "-f", path])
         assert result.exit_code == 2
         assert f"error: {name} does not exist" in result.output
+
+
+def test_a_pod_of_another_scheduler_says_which_field_hands_it_to_kai(tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "pod.yaml"
+    path.write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\n"
+        "spec: {schedulerName: default-scheduler, containers: [{name: main, image: nginx}]}\n"
+    )
+    result = CliRunner().invoke(main, ["explain", "pod", "web", "-f", str(path), "-o", "json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert (doc["phase"], doc["reason"]) == ("Pending", "NotOurScheduler")
+    assert (
+        doc["message"]
+        == 'spec.schedulerName is "default-scheduler"; set it to kai-scheduler for kai to schedule this pod'
+    )
+
+
+def test_either_manifests_or_a_cluster() -> None:
+    result = CliRunner().invoke(main, ["explain", "queue", "q"])
+    assert result.exit_code == 2
+    assert "give either -f" in result.output

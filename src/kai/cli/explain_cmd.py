@@ -1,13 +1,16 @@
 """`kai explain`: why a workload waits, what would make it run, and when; or what a queue holds.
 
-With `-f`, the state explained is the one `kai sim` ends in with the same flags. The output is the
+With `-f`, the state explained is the one `kai sim` ends in with the same flags. With
+`--kubeconfig`, live objects are read, one dry cycle runs and nothing is written. The output is the
 `kai explain` contract's JSON (`-o json`, or the same as YAML), or text that says the same things.
-Exit 0 when explained; 2 for unusable input or an object that does not exist.
+Exit 0 when explained; 2 for unusable input, credentials or cluster, or an object that does not exist.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from typing import Any
 
 import click
@@ -15,9 +18,11 @@ import yaml
 
 from kai.api.fields import parse_duration
 from kai.cli import CONTEXT_SETTINGS
-from kai.cli.simulate import fail, internal_error, simulate
+from kai.cli.simulate import fail, internal_error, sim_options, simulate
+from kai.cluster import explaining
 from kai.explain import queues, render
 from kai.sim import explain_view
+from kai.sim.engine import SCHEDULER_NAME
 
 
 def _key(target: str) -> str:
@@ -40,10 +45,16 @@ Examples:
     "--filename",
     "paths",
     multiple=True,
-    required=True,
     metavar="FILE|DIR|-",
     help="YAML/JSON file or directory of manifests, as for kai sim (repeatable; - reads standard input).",
 )
+@click.option(
+    "--kubeconfig",
+    default=None,
+    metavar="PATH",
+    help="Explain the live cluster of this kubeconfig instead of -f: one dry cycle, nothing written.",
+)
+@click.option("--context", "kube_context", default=None, metavar="NAME", help="The kubeconfig context to use.")
 @click.option(
     "--cycles",
     type=click.IntRange(min=1),
@@ -74,6 +85,8 @@ def explain(
     kind: str,
     target: str,
     paths: tuple[str, ...],
+    kubeconfig: str | None,
+    kube_context: str | None,
     cycles: int | None,
     until_idle: bool,
     max_time: str,
@@ -83,9 +96,50 @@ def explain(
 ) -> None:
     """Explain a PodGroup or pod (NAMESPACE/NAME; a PodGroup also by its workload's name) or a queue (NAME).
 
-    KIND is podgroup, pod or queue; TARGET names the object. The state explained is the one
-    `kai sim` ends in with the same -f and cycle options.
+    KIND is podgroup, pod or queue; TARGET names the object. With -f the state explained is the one
+    `kai sim` ends in with the same -f and cycle options; with --kubeconfig it is the live cluster's.
     """
+    if bool(paths) == bool(kubeconfig):
+        raise click.UsageError("give either -f (manifests, as kai sim reads them) or --kubeconfig (a live cluster)")
+    if kubeconfig and (cycles is not None or until_idle or start_time):
+        raise click.UsageError("--cycles, --until-idle and --start-time apply to -f only")
+    if kube_context and not kubeconfig:
+        raise click.UsageError("--context needs --kubeconfig")
+    target = target if kind == "queue" else _key(target)
+    if kubeconfig:
+        doc = _live(kind, target, kubeconfig=kubeconfig, kube_context=kube_context, config_path=config_path)
+    else:
+        doc = _simulated(
+            kind,
+            target,
+            paths=paths,
+            cycles=cycles,
+            until_idle=until_idle,
+            max_time=max_time,
+            config_path=config_path,
+            start_time=start_time,
+        )
+    if fmt == "json":
+        click.echo(json.dumps(doc, indent=2))
+    elif fmt == "yaml":
+        click.echo(yaml.safe_dump(doc, sort_keys=False), nl=False)
+    elif kind == "queue":
+        click.echo(queues.queue_text(doc))
+    else:
+        click.echo(render.podgroup_text(doc))
+
+
+def _simulated(
+    kind: str,
+    target: str,
+    *,
+    paths: tuple[str, ...],
+    cycles: int | None,
+    until_idle: bool,
+    max_time: str,
+    config_path: str | None,
+    start_time: str | None,
+) -> dict[str, Any]:
     simulation = simulate(
         paths=paths,
         cycles=cycles,
@@ -97,24 +151,45 @@ def explain(
     )
     horizon = parse_duration(max_time)
     try:
-        doc: dict[str, Any]
         if kind == "queue":
-            doc = explain_view.queue(simulation, target, horizon=horizon)
-        elif kind == "pod":
-            doc = explain_view.pod(simulation, _key(target), horizon=horizon)
-        else:
-            doc = explain_view.podgroup(
-                simulation, explain_view.podgroup_key(simulation, _key(target)), horizon=horizon
-            )
+            return explain_view.queue(simulation, target, horizon=horizon)
+        if kind == "pod":
+            return explain_view.pod(simulation, target, horizon=horizon)
+        return explain_view.podgroup(simulation, explain_view.podgroup_key(simulation, target), horizon=horizon)
     except explain_view.NotFound as exc:
         fail(str(exc))
     except Exception as exc:  # an internal error: exit 1 with the trace, as kai sim does
         internal_error(exc)
-    if fmt == "json":
-        click.echo(json.dumps(doc, indent=2))
-    elif fmt == "yaml":
-        click.echo(yaml.safe_dump(doc, sort_keys=False), nl=False)
-    elif kind == "queue":
-        click.echo(queues.queue_text(doc))
-    else:
-        click.echo(render.podgroup_text(doc))
+
+
+def _live(
+    kind: str, target: str, *, kubeconfig: str, kube_context: str | None, config_path: str | None
+) -> dict[str, Any]:
+    """Read the live cluster, run one dry cycle, explain; exit 2 naming what is unusable."""
+    from kai.kubernetes import client as kube_client
+    from kai.kubernetes import explain as live
+    from kai.kubernetes.cache import ClusterCache
+    from kai.kubernetes.informer import ResourceNotInstalled
+    from kai.kubernetes.kubeconfig import KubeConfigError
+
+    config, _, _ = sim_options(config_path, None, None, "24h")
+
+    async def read() -> ClusterCache:
+        async with kube_client.connect(kubeconfig_path=kubeconfig, context=kube_context) as client:
+            return await live.read_cluster(client, scheduler_name=SCHEDULER_NAME)
+
+    try:
+        cache = asyncio.run(read())
+    except KubeConfigError as exc:
+        fail(str(exc))
+    except ResourceNotInstalled as exc:
+        fail(f"{exc}; install kai's CRDs (kai install crds) or point --kubeconfig at a cluster that has them")
+    except (live.ClusterUnreadable, kube_client.ApiError, kube_client.ApiUnreachable) as exc:
+        fail(f"cannot read the cluster of {kubeconfig}: {exc}")
+    try:
+        ctx = live.dry_cycle(cache, config, now=time.time())
+        return live.explain_document(cache, ctx, kind, target)
+    except explaining.NotFound as exc:
+        fail(str(exc))
+    except Exception as exc:  # an internal error: exit 1 with the trace
+        internal_error(exc)

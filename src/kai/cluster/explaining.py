@@ -12,11 +12,16 @@ explained, `engine.CYCLE_EXPLAINED` of them, with their first verified fix while
 dry cycles lasts (`engine.cycle_dry_runs`: fewer on bigger clusters, where a dry cycle costs more);
 the others keep the cycle's own words. A cycle's cost stays bounded however many jobs wait;
 `kai explain` looks at any job on demand.
+
+`kai explain`'s PodGroup and queue documents are built here for every adapter; each adapter says
+when a waiting job would start (`Estimator`): the simulator simulates forward, a live cluster names
+the condition that starts it (`live_estimates`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import dataclasses
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
 from kai.api import podgroup as api_podgroup
@@ -24,11 +29,30 @@ from kai.cluster.grouping import config_for
 from kai.cluster.state import ClusterState
 from kai.core.model import Snapshot
 from kai.core.session import SchedulerConfig, Session
-from kai.explain import engine, model
+from kai.explain import analysis, engine, model, render
+from kai.explain import queues as queue_views
 from kai.podgrouper import model as grouper_model
 from kai.podgrouper import queues, top_owner
 
 DEFAULT_QUEUE = "default-queue"
+
+# (PodGroup namespace/name, ...) -> per PodGroup: (estimated start or None, how it was estimated)
+Estimator = Callable[[Collection[str]], Mapping[str, tuple[float | None, str]]]
+
+# What starts a waiting job, by its dominant reason, where no simulation can give a time.
+STARTS_WHEN = {
+    model.WAITING_FOR_VICTIMS: "once its victim pods have terminated",
+    model.GANG_DOES_NOT_FIT: "once enough room is free at once on the nodes it may use",
+    model.FRAGMENTED: "once one node has room for its largest pod",
+    model.OVER_LIMIT: "once its queue holds little enough to stay within the limit",
+    model.NON_PREEMPTIBLE_OVER_QUOTA: "once its queue's non-preemptible work leaves room within the quota",
+    model.QUEUED_BEHIND: "when its turn comes in a coming cycle",
+    model.PREEMPTION_DELAY_NOT_ELAPSED: "once its preemption delay has elapsed and it may evict",
+}
+
+
+class NotFound(LookupError):
+    """The object to explain does not exist."""
 
 
 def _key(obj: Mapping[str, Any], namespace: str) -> model.ObjectKey:
@@ -117,3 +141,60 @@ def _owner(pg: api_podgroup.PodGroup) -> model.ObjectKey | None:
     return model.ObjectKey(
         api_version=api_version, kind=fields["kind"], namespace=pg.meta.namespace, name=fields["name"]
     )
+
+
+def live_estimates(explanations: Mapping[str, model.Explanation]) -> Estimator:
+    """On a live cluster there are no durations to simulate with: no time, the condition that starts it."""
+
+    def estimate(keys: Collection[str]) -> dict[str, tuple[float | None, str]]:
+        out: dict[str, tuple[float | None, str]] = {}
+        for key in keys:
+            dominant = explanations[key].reason if key in explanations else None
+            if dominant is None or dominant.never or dominant.token not in STARTS_WHEN:
+                out[key] = (None, "none: it does not start unless something changes")
+            else:
+                out[key] = (None, f"no time on a live cluster; it starts {STARTS_WHEN[dominant.token]}")
+        return out
+
+    return estimate
+
+
+def podgroup_key(snapshot: Snapshot, key: str) -> str:
+    """A PodGroup's namespace/name, also found by the name of its workload (`build-pod`)."""
+    namespace, name = key.split("/", 1)
+    if any(j.key == key for j in snapshot.jobs):
+        return key
+    matches = sorted(j.key for j in snapshot.jobs if j.namespace == namespace and j.display_name == name)
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        raise NotFound(f"{key} names several workloads' PodGroups: {', '.join(matches)}")
+    raise NotFound(f"podgroup {key} does not exist")
+
+
+def _estimated(expl: model.Explanation, estimate: Estimator) -> model.Explanation:
+    if expl.phase not in (model.PENDING, model.PIPELINED) or not expl.reasons:
+        return expl
+    start, text = estimate([expl.key])[expl.key]
+    return dataclasses.replace(expl, estimated_start=start, estimate=text)
+
+
+def podgroup_document(ctx: analysis.Context, key: str, estimate: Estimator) -> dict[str, Any]:
+    """`kai explain podgroup`: the contract's document for one PodGroup (namespace/name)."""
+    job = next((j for j in ctx.snapshot.jobs if j.key == key), None)
+    if job is None:
+        raise NotFound(f"podgroup {key} does not exist")
+    return render.podgroup_document(_estimated(engine.explain_job(ctx, job, budget=engine.DRY_RUNS_PER_JOB), estimate))
+
+
+def queue_document(ctx: analysis.Context, name: str, estimate: Estimator) -> dict[str, Any]:
+    """`kai explain queue`: the queue, and its waiting jobs explained with their estimated starts."""
+    if name not in ctx.snapshot.queue_by_name:
+        raise NotFound(f"queue {name} does not exist")
+    explanations = engine.explain(ctx)
+    waiting = [k for k, e in explanations.items() if e.phase in (model.PENDING, model.PIPELINED) and e.reasons]
+    estimates = estimate(waiting)
+    for key in waiting:
+        start, text = estimates[key]
+        explanations[key] = dataclasses.replace(explanations[key], estimated_start=start, estimate=text)
+    return queue_views.queue_document(ctx, name, explanations)

@@ -82,6 +82,35 @@ def _factors(factors: model.Evidence) -> dict[str, Any]:
     return out
 
 
+def not_our_scheduler(scheduler: str, ours: str) -> str:
+    """Why kai leaves a pod alone, and the field that hands it to kai."""
+    return f'spec.schedulerName is "{scheduler}"; set it to {ours} for kai to schedule this pod'
+
+
+def foreign_pod_document(
+    *, namespace: str, name: str, scheduler: str, ours: str, phase: str, node: str | None
+) -> dict[str, Any]:
+    """The contract's document for a pod another scheduler places (NotOurScheduler while it waits)."""
+    waiting = phase == "Pending"
+    return {
+        "kind": "Pod",
+        "namespace": namespace,
+        "name": name,
+        "podGroup": None,
+        "workload": f"Pod/{name}",
+        "queue": None,
+        "phase": phase,
+        "reason": model.NOT_OUR_SCHEDULER if waiting else None,
+        "message": not_our_scheduler(scheduler, ours) if waiting else f"{phase.lower()} on {node}",
+        "evidence": {"schedulerName": scheduler},
+        "otherReasons": [],
+        "suggestions": [],
+        "position": None,
+        "estimatedStart": None,
+        "estimate": "",
+    }
+
+
 def _ordinal(n: int) -> str:
     suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
     return f"{n}{suffix}"

@@ -46,6 +46,7 @@ from kai.core.model import Snapshot, TaskStatus
 from kai.core.session import SchedulerConfig, Session
 from kai.core.snapshot_builder import BuiltSnapshot, PodState
 from kai.explain.model import Explanation
+from kai.explain.render import not_our_scheduler
 from kai.scheduler.cycle import close_session, run_actions
 from kai.sim import binder, controllers, defaults, grouping, reconcile
 from kai.sim.state import SimPod, SimPodGroup
@@ -257,9 +258,7 @@ class Simulation:
             sim.release_at = max(deadline, self.now + self.config.schedule_period)
         if not ours and status == TaskStatus.PENDING:
             sim.reason = "NotOurScheduler"
-            sim.message = (
-                f'spec.schedulerName is "{pod.scheduler_name}"; set it to {SCHEDULER_NAME} for kai to schedule this pod'
-            )
+            sim.message = not_our_scheduler(pod.scheduler_name, SCHEDULER_NAME)
         self.pods[pod.key] = sim
 
     # ----------------------------------------------------------------- grouping

@@ -4,16 +4,16 @@ with estimated starts from simulating forward, and the pod view (where a pod run
 
 from __future__ import annotations
 
-import dataclasses
+from collections.abc import Collection
 from typing import Any
 
 from kai.api.fields import format_timestamp
 from kai.api.podgroup import workload_of
-from kai.cluster.explaining import facts
+from kai.cluster import explaining
 from kai.core.model import TaskStatus
-from kai.explain import analysis, engine, model, queues, render
+from kai.explain import analysis, engine, render
 from kai.sim import forecast
-from kai.sim.engine import Simulation
+from kai.sim.engine import SCHEDULER_NAME, Simulation
 
 RUNNING_PHASES = {TaskStatus.RUNNING: "Running", TaskStatus.RELEASING: "Releasing", TaskStatus.SUCCEEDED: "Succeeded"}
 PLACEMENT = {
@@ -23,45 +23,33 @@ PLACEMENT = {
 }
 
 
-class NotFound(LookupError):
-    """The object to explain does not exist in the simulated cluster."""
+NotFound = explaining.NotFound
 
 
 def context(sim: Simulation) -> analysis.Context:
     assert sim.last_cycle is not None, "kai sim runs at least one cycle"
     snapshot, session = sim.last_cycle
-    return engine.context(snapshot=snapshot, config=sim.config, session=session, facts=facts(sim, sim.config))
+    return engine.context(
+        snapshot=snapshot, config=sim.config, session=session, facts=explaining.facts(sim, sim.config)
+    )
 
 
-def explain_all(sim: Simulation, ctx: analysis.Context, *, horizon: float) -> dict[str, model.Explanation]:
-    """Every PodGroup explained, with the estimated start of those that wait."""
-    explanations = engine.explain(ctx)
-    waiting = [key for key, e in explanations.items() if e.phase in (model.PENDING, model.PIPELINED) and e.reasons]
-    estimates = forecast.estimate_starts(sim, waiting, horizon=horizon)
-    for key, estimate in estimates.items():
-        explanations[key] = dataclasses.replace(
-            explanations[key], estimated_start=estimate.start, estimate=estimate.text
-        )
-    return explanations
+def estimator(sim: Simulation, *, horizon: float) -> explaining.Estimator:
+    """Estimated starts by simulating forward on a copy of the simulation (`kai.sim.forecast`)."""
+
+    def estimate(keys: Collection[str]) -> dict[str, tuple[float | None, str]]:
+        found = forecast.estimate_starts(sim, keys, horizon=horizon)
+        return {key: (e.start, e.text) for key, e in found.items()}
+
+    return estimate
 
 
 def podgroup(sim: Simulation, key: str, *, horizon: float) -> dict[str, Any]:
-    ctx = context(sim)
-    job = next((j for j in ctx.snapshot.jobs if j.key == key), None)
-    if job is None:
-        raise NotFound(f"podgroup {key} does not exist")
-    expl = engine.explain_job(ctx, job, budget=engine.DRY_RUNS_PER_JOB)
-    if expl.phase in (model.PENDING, model.PIPELINED) and expl.reasons:
-        estimate = forecast.estimate_starts(sim, [key], horizon=horizon)[key]
-        expl = dataclasses.replace(expl, estimated_start=estimate.start, estimate=estimate.text)
-    return render.podgroup_document(expl)
+    return explaining.podgroup_document(context(sim), key, estimator(sim, horizon=horizon))
 
 
 def queue(sim: Simulation, name: str, *, horizon: float) -> dict[str, Any]:
-    ctx = context(sim)
-    if name not in ctx.snapshot.queue_by_name:
-        raise NotFound(f"queue {name} does not exist")
-    return queues.queue_document(ctx, name, explain_all(sim, ctx, horizon=horizon))
+    return explaining.queue_document(context(sim), name, estimator(sim, horizon=horizon))
 
 
 def pod(sim: Simulation, key: str, *, horizon: float) -> dict[str, Any]:
@@ -75,6 +63,16 @@ def pod(sim: Simulation, key: str, *, horizon: float) -> dict[str, Any]:
         if found.status in RUNNING_PHASES:
             doc.update(_settled(sim, key, doc))
         return doc
+    if not found.ours:
+        return render.foreign_pod_document(
+            namespace=namespace,
+            name=name,
+            scheduler=found.pod.scheduler_name,
+            ours=SCHEDULER_NAME,
+            phase=RUNNING_PHASES.get(found.status, "Pending"),
+            node=found.node,
+        )
+    # a pod of ours the pod grouper could not group (its reason and message say why)
     owner = f"{found.owner[0]}/{found.owner[1]}" if found.owner else f"Pod/{name}"
     return {
         "kind": "Pod",
@@ -147,13 +145,5 @@ def _settled(sim: Simulation, key: str, doc: dict[str, Any]) -> dict[str, Any]:
 
 def podgroup_key(sim: Simulation, key: str) -> str:
     """A PodGroup's namespace/name, also found by the name of its workload (`build-pod`)."""
-    namespace, name = key.split("/", 1)
-    if (namespace, name) in sim.podgroups:
-        return key
-    ctx_jobs = sim.last_cycle[0].jobs if sim.last_cycle is not None else ()
-    matches = sorted(j.key for j in ctx_jobs if j.namespace == namespace and j.display_name == name)
-    if len(matches) == 1:
-        return matches[0]
-    if matches:
-        raise NotFound(f"{key} names several workloads' PodGroups: {', '.join(matches)}")
-    raise NotFound(f"podgroup {key} does not exist")
+    assert sim.last_cycle is not None, "kai sim runs at least one cycle"
+    return explaining.podgroup_key(sim.last_cycle[0], key)
