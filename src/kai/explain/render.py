@@ -7,8 +7,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from kai.api import pod as api_pod
 from kai.api.fields import format_timestamp
 from kai.explain import model
+
+INVALID_POD = "InvalidPod"
+GPU_SHARING_ANNOTATIONS = (
+    api_pod.GPU_FRACTION,
+    api_pod.GPU_MEMORY,
+    api_pod.GPU_FRACTION_NUM_DEVICES,
+    api_pod.GPU_FRACTION_CONTAINER,
+)
 
 
 def _patch(patch: model.Patch) -> dict[str, Any]:
@@ -108,6 +117,30 @@ def foreign_pod_document(
         "position": None,
         "estimatedStart": None,
         "estimate": "",
+    }
+
+
+def refused_pod_document(*, namespace: str, name: str, problem: str) -> dict[str, Any]:
+    """The contract's document for a pod the scheduler cannot read (a live cluster keeps such pods;
+    `kai sim` refuses them when it loads the manifests): InvalidGpuSharing for a GPU-sharing
+    annotation, InvalidPod otherwise."""
+    sharing = any(f"annotations.{key}" in problem for key in GPU_SHARING_ANNOTATIONS)
+    return {
+        "kind": "Pod",
+        "namespace": namespace,
+        "name": name,
+        "podGroup": None,
+        "workload": f"Pod/{name}",
+        "queue": None,
+        "phase": "Pending",
+        "reason": model.INVALID_GPU_SHARING if sharing else INVALID_POD,
+        "message": f"kai cannot schedule pod {name}: {problem}",
+        "evidence": {"problem": problem},
+        "otherReasons": [],
+        "suggestions": [],
+        "position": None,
+        "estimatedStart": None,
+        "estimate": "none: it does not start unless something changes",
     }
 
 

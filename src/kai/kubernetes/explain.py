@@ -104,6 +104,9 @@ def explain_document(cache: ClusterCache, ctx: analysis.Context, kind: str, targ
     namespace, name = target.split("/", 1)
     cached = cache.pods.get((namespace, name))
     if cached is None:
+        problem = cache.problems.get(("Pod", namespace, name))
+        if problem is not None:
+            return render.refused_pod_document(namespace=namespace, name=name, problem=problem)
         raise explaining.NotFound(f"pod {target} does not exist")
     state = cache.pod_state((namespace, name))
     if not cached.ours:

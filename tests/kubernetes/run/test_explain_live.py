@@ -76,6 +76,23 @@ spec:
     assert done.returncode == 2
     assert f"podgroup {namespace}/nothing does not exist" in done.stderr
 
+    await objects.create(f"""
+apiVersion: v1
+kind: Pod
+metadata:
+  name: shared
+  labels: {{kai.scheduler/queue: {queue}}}
+  annotations: {{gpu-fraction: "1.5"}}
+spec:
+  schedulerName: kai-scheduler
+  containers: [{{name: main, image: example.invalid/idle}}]
+""")
+    done = await asyncio.to_thread(explain, kai_cluster, "pod", f"{namespace}/shared", "-o", "json")
+    assert done.returncode == 0, done.stderr
+    refused = json.loads(done.stdout)
+    assert refused["reason"] == "InvalidGpuSharing"
+    assert "gpu-fraction" in refused["message"]
+
     after = await get(kube, resources.PODS, "huge", namespace)
     assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
     assert await items(kube, resources.PODGROUPS, namespace) == []
