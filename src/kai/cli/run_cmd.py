@@ -20,6 +20,7 @@ from kai.cluster.config import load_config
 from kai.cluster.gpu_sharing import RESERVATION_APP, RESERVATION_NAMESPACE
 from kai.core.session import SchedulerConfig
 from kai.kubernetes.kubeconfig import KubeConfigError
+from kai.kubernetes.leader import LeaseConfig
 from kai.kubernetes.reservations import DEFAULT_IMAGE, ReservationSettings
 from kai.kubernetes.serve import RunOptions, StartupError, serve
 
@@ -90,6 +91,30 @@ def _configure_logging(fmt: str, verbosity: int) -> None:
     show_default=True,
     metavar="NAME",
     help="Name of the leader-election Lease.",
+)
+@click.option(
+    "--leader-elect-lease-duration",
+    type=click.FloatRange(min=0, min_open=True),
+    default=15.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="How long a replica waits after the leader's last renewal before it takes the Lease.",
+)
+@click.option(
+    "--leader-elect-renew-deadline",
+    type=click.FloatRange(min=0, min_open=True),
+    default=10.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="How long the leader keeps trying to renew before it stops scheduling (less than the lease duration).",
+)
+@click.option(
+    "--leader-elect-retry-period",
+    type=click.FloatRange(min=0, min_open=True),
+    default=2.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="How often replicas try to acquire or renew the Lease.",
 )
 @click.option(
     "--metrics-bind-address",
@@ -184,6 +209,9 @@ def run(
     leader_elect: bool,
     leader_election_namespace: str,
     leader_election_id: str,
+    leader_elect_lease_duration: float,
+    leader_elect_renew_deadline: float,
+    leader_elect_retry_period: float,
     metrics_bind_address: str,
     health_probe_bind_address: str,
     kube_api_qps: float,
@@ -222,6 +250,15 @@ def run(
         if not host or not port.isdigit():
             click.echo(f"error: {flag}: must be HOST:PORT, got {address!r}", err=True)
             sys.exit(2)
+    try:
+        LeaseConfig(  # checks the timing as the elector will
+            lease_duration=leader_elect_lease_duration,
+            renew_deadline=leader_elect_renew_deadline,
+            retry_period=leader_elect_retry_period,
+        )
+    except ValueError as exc:
+        click.echo(f"error: --leader-elect-*: {exc}", err=True)
+        sys.exit(2)
     options = RunOptions(
         kubeconfig=kubeconfig,
         context=context,
@@ -230,6 +267,9 @@ def run(
         leader_elect=leader_elect,
         leader_election_namespace=leader_election_namespace,
         leader_election_id=leader_election_id,
+        lease_duration=leader_elect_lease_duration,
+        renew_deadline=leader_elect_renew_deadline,
+        retry_period=leader_elect_retry_period,
         metrics_address=metrics_bind_address,
         health_address=health_probe_bind_address,
         qps=kube_api_qps,

@@ -37,6 +37,9 @@ class RunOptions:
     leader_elect: bool = True
     leader_election_namespace: str = "kai-scheduler"
     leader_election_id: str = "kai-scheduler"
+    lease_duration: float = 15.0  # seconds, as client-go's leader election
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
     metrics_address: str = "127.0.0.1:8080"
     health_address: str = "127.0.0.1:8081"
     qps: float = 50.0
@@ -98,7 +101,12 @@ async def serve(options: RunOptions, *, stop: asyncio.Event | None = None) -> in
             leader.LeaderElector(
                 client,
                 leader.LeaseConfig(
-                    namespace=options.leader_election_namespace, name=options.leader_election_id, identity=identity
+                    namespace=options.leader_election_namespace,
+                    name=options.leader_election_id,
+                    identity=identity,
+                    lease_duration=options.lease_duration,
+                    renew_deadline=options.renew_deadline,
+                    retry_period=options.retry_period,
                 ),
             )
             if options.leader_elect
