@@ -13,10 +13,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.replay._reference_loop import run
 
 from kai.plugins import fragmentation as frag
 from kai.replay import protocol, trace
+
+from ._reference_loop import run
 
 pytestmark = pytest.mark.skipif(os.environ.get("KAI_SLOW") != "1", reason="slow experiment; set KAI_SLOW=1")
 

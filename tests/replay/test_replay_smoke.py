@@ -6,9 +6,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.replay._reference_loop import run
 
 from kai.replay import trace
+
+from ._reference_loop import run
 
 
 @pytest.mark.parametrize("policy", ["fgd", "fgd-int", "bestfit", "random"])

@@ -141,10 +141,18 @@ async def test_two_replicas_one_leader_and_takeover(
     await nodes(gpus=8)
     lease = unique("lease")
     lease_namespace = namespace
-    extra = ("--leader-election-namespace", lease_namespace, "--leader-election-id", lease)
-    # client-go's timing scaled down (15 s / 10 s / 2 s by default) so the takeover is quick
-    extra += ("--leader-elect-lease-duration", "4", "--leader-elect-renew-deadline", "3")
-    extra += ("--leader-elect-retry-period", "0.5")
+    extra = (
+        *("--leader-election-namespace", lease_namespace, "--leader-election-id", lease),
+        # client-go's timing scaled down (15 s / 10 s / 2 s by default) so the takeover is quick
+        *(
+            "--leader-elect-lease-duration",
+            "4",
+            "--leader-elect-renew-deadline",
+            "3",
+            "--leader-elect-retry-period",
+            "0.5",
+        ),
+    )
     first = KaiRun(kubeconfig=kai_cluster.kubeconfig, log=tmp_path / "a.log", extra=extra, leader_elect=True)
     second = KaiRun(kubeconfig=kai_cluster.kubeconfig, log=tmp_path / "b.log", extra=extra, leader_elect=True)
     await first.start()
