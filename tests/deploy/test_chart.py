@@ -46,6 +46,14 @@ RUN_FLAGS = {
     "--resource-reservation-runtime-class",
     "--gpu-cdi",
     "--no-gpu-cdi",
+    "--gpu-sharing",
+    "--no-gpu-sharing",
+    "--webhook",
+    "--webhook-bind-address",
+    "--webhook-host",
+    "--webhook-secret",
+    "--webhook-configuration",
+    "--gpu-pod-runtime-class",
     "--log-format",
     "-v",
 }
@@ -120,7 +128,7 @@ def test_no_rbac_rule_uses_a_wildcard(manifest: list[dict[str, Any]]) -> None:
 
 
 def test_every_kind_the_pod_grouper_knows_is_readable(manifest: list[dict[str, Any]]) -> None:
-    role = one(manifest, "ClusterRole")
+    role = one(manifest, "ClusterRole", "kai-scheduler-run")
     readable = {
         (group, resource)
         for rule in role["rules"]
@@ -156,7 +164,7 @@ def test_deployment_runs_two_leader_elected_replicas_with_the_contracts_flags(ma
     assert container["securityContext"]["readOnlyRootFilesystem"] is True
     assert pod["securityContext"]["runAsNonRoot"] is True
     assert pod["serviceAccountName"] == one(manifest, "ServiceAccount", "kai-scheduler")["metadata"]["name"]
-    service = one(manifest, "Service")
+    service = one(manifest, "Service", "kai-scheduler-metrics")
     assert service["spec"]["selector"].items() <= deployment["spec"]["template"]["metadata"]["labels"].items()
     assert service["spec"]["ports"][0]["targetPort"] == "metrics"
 
@@ -251,3 +259,32 @@ def test_reservation_pods_get_the_namespace_account_and_image_the_chart_installs
         and any(r.get("verbs") == ["create"] for r in one(manifest, "Role", b["roleRef"]["name"])["rules"])
     ]
     assert creators == [[{"kind": "ServiceAccount", "name": "kai-scheduler", "namespace": "kai-scheduler"}]]
+
+
+def test_webhooks_reach_kai_run_through_the_service_with_its_own_certificate(manifest: list[dict[str, Any]]) -> None:
+    [container] = one(manifest, "Deployment")["spec"]["template"]["spec"]["containers"]
+    args = container["args"]
+    flags = dict(arg.split("=", 1) for arg in args if arg.startswith("--") and "=" in arg)
+    assert "--webhook" in args and "--no-gpu-sharing" in args  # KAI's default: global.gpuSharing=false
+    service = one(manifest, "Service", "kai-scheduler-webhook")
+    assert flags["--webhook-host"] == "kai-scheduler-webhook.kai-scheduler.svc"
+    port = {p["name"]: p["containerPort"] for p in container["ports"]}["webhook"]
+    assert flags["--webhook-bind-address"] == f"0.0.0.0:{port}"
+    assert service["spec"]["ports"][0]["targetPort"] == "webhook"
+    paths = set()
+    for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
+        configuration = one(manifest, kind, flags["--webhook-configuration"])
+        for webhook in configuration["webhooks"]:
+            ref = webhook["clientConfig"]["service"]
+            assert (ref["name"], ref["namespace"], ref["port"]) == ("kai-scheduler-webhook", "kai-scheduler", 443)
+            assert webhook["failurePolicy"] == "Ignore" and webhook["sideEffects"] == "None"
+            paths.add(ref["path"])
+    assert paths == {"/validate-queue", "/validate-podgroup", "/validate-pod", "/mutate-pod"}
+    namespace, secret = flags["--webhook-secret"].split("/")
+    named = [r for r in one(manifest, "Role", "kai-scheduler-webhook")["rules"] if r.get("resourceNames")]
+    assert named == [
+        {"apiGroups": [""], "resources": ["secrets"], "resourceNames": [secret], "verbs": ["get", "update"]}
+    ]
+    assert one(manifest, "Role", "kai-scheduler-webhook")["metadata"]["namespace"] == namespace
+    [rule] = one(manifest, "ClusterRole", "kai-scheduler-run-webhook")["rules"]
+    assert rule["resourceNames"] == [flags["--webhook-configuration"]]

@@ -29,6 +29,14 @@ NEEDED = [
     ("delete", "", "pods", "", "kai-resource-reservation", ""),
     ("create", "", "configmaps", "", "team-a", ""),
     ("patch", "", "configmaps", "", "team-a", ""),
+    # the webhooks' own certificate and its CA in the release's webhook configurations
+    ("create", "", "secrets", "", NS, ""),
+    ("get", "", "secrets", "", NS, "kai-scheduler-webhook-tls"),
+    ("update", "", "secrets", "", NS, "kai-scheduler-webhook-tls"),
+    ("get", "admissionregistration.k8s.io", "validatingwebhookconfigurations", "", None, "kai-scheduler"),
+    ("update", "admissionregistration.k8s.io", "validatingwebhookconfigurations", "", None, "kai-scheduler"),
+    ("get", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", "", None, "kai-scheduler"),
+    ("update", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", "", None, "kai-scheduler"),
     *[(verb, "scheduling.k8s.io", "priorityclasses", "", None, "") for verb in ("get", "list", "watch")],
     *[(verb, "scheduling.run.ai", "queues", "", None, "") for verb in ("get", "list", "watch")],
     ("patch", "scheduling.run.ai", "queues", "status", None, ""),
@@ -91,6 +99,11 @@ DENIED = [
     ("create", "", "serviceaccounts", "token", NS, "kai-scheduler"),
     ("get", "", "configmaps", "", "team-a", ""),
     ("delete", "", "configmaps", "", "team-a", ""),
+    ("get", "", "secrets", "", NS, "another-secret"),
+    ("list", "", "secrets", "", NS, ""),
+    ("update", "admissionregistration.k8s.io", "validatingwebhookconfigurations", "", None, "another-webhook"),
+    ("create", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", "", None, ""),
+    ("delete", "admissionregistration.k8s.io", "validatingwebhookconfigurations", "", None, "kai-scheduler"),
 ]
 
 # The reservation pods' account: it reads and annotates its own pods, and nothing else.

@@ -20,6 +20,8 @@ GPU_FRACTION = "gpu-fraction"
 GPU_MEMORY = "gpu-memory"
 GPU_FRACTION_NUM_DEVICES = "gpu-fraction-num-devices"
 GPU_FRACTION_CONTAINER = "gpu-fraction-container-name"
+MPS = "mps"
+GPU_SHARING_ANNOTATIONS = (GPU_FRACTION, GPU_MEMORY, GPU_FRACTION_NUM_DEVICES, GPU_FRACTION_CONTAINER, MPS)
 POD_GROUP_ANNOTATION = "pod-group-name"
 SUBGROUP_LABEL = "kai.scheduler/subgroup-name"
 TASK_PRIORITY_LABEL = "kai.scheduler/task-priority"
@@ -128,18 +130,14 @@ def _requirements(items: list[Reader]) -> tuple[NodeSelectorRequirement, ...]:
     for expr in items:
         operator = expr.text("operator")
         if operator not in ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"):
-            raise expr.error(
-                "operator", f'must be In, NotIn, Exists, DoesNotExist, Gt or Lt, got "{operator}"'
-            )
+            raise expr.error("operator", f'must be In, NotIn, Exists, DoesNotExist, Gt or Lt, got "{operator}"')
         values = tuple(str(v) for v in expr.sequence("values"))
         out.append(NodeSelectorRequirement(key=expr.text("key"), operator=operator, values=values))
     return tuple(out)
 
 
 def _affinity_terms(spec: Reader) -> tuple[NodeSelectorTerm, ...]:
-    required = (
-        spec.child("affinity").child("nodeAffinity").child("requiredDuringSchedulingIgnoredDuringExecution")
-    )
+    required = spec.child("affinity").child("nodeAffinity").child("requiredDuringSchedulingIgnoredDuringExecution")
     terms = []
     for term in required.children("nodeSelectorTerms"):
         terms.append(
@@ -158,16 +156,12 @@ def _tolerations(spec: Reader) -> tuple[Toleration, ...]:
         if operator not in ("Equal", "Exists"):
             raise tol.error("operator", f'must be Equal or Exists, got "{operator}"')
         out.append(
-            Toleration(
-                key=tol.text("key"), operator=operator, value=tol.text("value"), effect=tol.text("effect")
-            )
+            Toleration(key=tol.text("key"), operator=operator, value=tol.text("value"), effect=tol.text("effect"))
         )
     return tuple(out)
 
 
-def parse_gpu_share(
-    annotations: Mapping[str, str], requests: Mapping[str, float], reader: Reader
-) -> GpuShare | None:
+def parse_gpu_share(annotations: Mapping[str, str], requests: Mapping[str, float], reader: Reader) -> GpuShare | None:
     """Validate the GPU-sharing annotations; None for a pod that does not share a GPU."""
     # As KAI's admission and scheduler: an annotation with an empty value counts as absent.
     fraction_text = annotations.get(GPU_FRACTION) or None
@@ -177,14 +171,23 @@ def parse_gpu_share(
             raise reader.error(
                 f"metadata.annotations.{GPU_FRACTION_NUM_DEVICES}", f"needs {GPU_FRACTION} or {GPU_MEMORY}"
             )
+        if annotations.get(MPS) == "true":
+            raise reader.error(f"metadata.annotations.{MPS}", f"is only allowed with {GPU_FRACTION} or {GPU_MEMORY}")
         return None
+    container = annotations.get(GPU_FRACTION_CONTAINER)
+    if container is not None:
+        spec = reader.child("spec")
+        names = [c.text("name") for key in ("initContainers", "containers") for c in spec.children(key)]
+        if container not in names:
+            raise reader.error(
+                f"metadata.annotations.{GPU_FRACTION_CONTAINER}",
+                f'names no container of the pod: "{container}" (containers: {", ".join(names)})',
+            )
     if fraction_text is not None and memory_text is not None:
         raise reader.error(f"metadata.annotations.{GPU_MEMORY}", f"cannot be combined with {GPU_FRACTION}")
     if requests.get(GPU_RESOURCE, 0.0) > 0:
         which = GPU_FRACTION if fraction_text is not None else GPU_MEMORY
-        raise reader.error(
-            f"metadata.annotations.{which}", f"cannot be combined with a {GPU_RESOURCE} request"
-        )
+        raise reader.error(f"metadata.annotations.{which}", f"cannot be combined with a {GPU_RESOURCE} request")
     fraction: float | None = None
     memory: int | None = None
     if fraction_text is not None:
@@ -209,9 +212,7 @@ def parse_gpu_share(
                 f"metadata.annotations.{GPU_MEMORY}", f'must be a whole number of MiB, got "{memory_text}"'
             ) from None
         if memory <= 0:
-            raise reader.error(
-                f"metadata.annotations.{GPU_MEMORY}", f'must be greater than 0, got "{memory_text}"'
-            )
+            raise reader.error(f"metadata.annotations.{GPU_MEMORY}", f'must be greater than 0, got "{memory_text}"')
     devices_text = annotations.get(GPU_FRACTION_NUM_DEVICES, "1")
     try:
         devices = int(devices_text)

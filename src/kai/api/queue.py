@@ -187,3 +187,13 @@ def parent_cycles(queues: Sequence[Queue]) -> list[tuple[str, ...]]:
         for name in path:
             state[name] = 2
     return sorted(cycles)
+
+
+def cycle_problem(cycle: tuple[str, ...]) -> str:
+    """What is wrong with a loop of parent queues (as `parent_cycles` gives it), in the words kai sim
+    and the Queue admission webhook both use."""
+    loop = " -> ".join((*cycle, cycle[0]))
+    return (
+        f"the parent queues form a cycle: {loop} (queues {', '.join(cycle)}); no queue in a cycle can take jobs: "
+        "give one of them no parentQueue or another parent"
+    )

@@ -12,6 +12,7 @@ import json
 import logging
 import sys
 import time
+from pathlib import Path
 
 import click
 
@@ -23,6 +24,7 @@ from kai.kubernetes.kubeconfig import KubeConfigError
 from kai.kubernetes.leader import LeaseConfig
 from kai.kubernetes.reservations import DEFAULT_IMAGE, ReservationSettings
 from kai.kubernetes.serve import RunOptions, StartupError, serve
+from kai.kubernetes.webhook import DEFAULT_HOST, WebhookOptions, WebhookSettings
 
 
 class _JsonFormatter(logging.Formatter):
@@ -46,6 +48,33 @@ def _configure_logging(fmt: str, verbosity: int) -> None:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     level = logging.WARNING if verbosity <= 0 else logging.INFO if verbosity < 4 else logging.DEBUG
     logging.basicConfig(level=level, handlers=[handler], force=True)
+
+
+def _webhook_options(
+    enabled: bool,
+    *,
+    address: str,
+    cert_dir: str | None,
+    secret: str,
+    hosts: tuple[str, ...],
+    configuration: str,
+    settings: WebhookSettings,
+) -> WebhookOptions | None:
+    if not enabled:
+        return None
+    namespace, _, name = secret.partition("/")
+    if not namespace or not name:
+        click.echo(f"error: --webhook-secret: must be NAMESPACE/NAME, got {secret!r}", err=True)
+        sys.exit(2)
+    return WebhookOptions(
+        settings=settings,
+        address=address,
+        cert_dir=Path(cert_dir) if cert_dir else None,
+        secret_namespace=namespace,
+        secret_name=name,
+        hosts=hosts or (DEFAULT_HOST,),
+        configuration=configuration,
+    )
 
 
 @click.command(name="run")
@@ -186,6 +215,61 @@ def _configure_logging(fmt: str, verbosity: int) -> None:
     help="Name devices in NVIDIA_VISIBLE_DEVICES as CDI devices (the device plugin uses CDI).",
 )
 @click.option(
+    "--webhook/--no-webhook",
+    default=False,
+    show_default=True,
+    help="Serve the admission webhooks (Queues, PodGroups, GPU-sharing pods) over HTTPS.",
+)
+@click.option(
+    "--webhook-bind-address",
+    default="0.0.0.0:9443",
+    show_default=True,
+    metavar="HOST:PORT",
+    help="Where the webhooks are served.",
+)
+@click.option(
+    "--webhook-cert-dir",
+    type=click.Path(file_okay=False, exists=True),
+    default=None,
+    metavar="DIR",
+    help="Serve with DIR/tls.crt and DIR/tls.key (e.g. from cert-manager). Default: kai makes its own "
+    "certificate, keeps it in --webhook-secret and its CA in --webhook-configuration.",
+)
+@click.option(
+    "--webhook-secret",
+    default="kai-scheduler/kai-scheduler-webhook-tls",
+    show_default=True,
+    metavar="NS/NAME",
+    help="Secret that holds kai's own webhook certificate (shared by the replicas).",
+)
+@click.option(
+    "--webhook-host",
+    "webhook_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="DNS name or IP address the API server reaches the webhooks by, for kai's own certificate "
+    "(repeatable). Default: kai-scheduler-webhook.kai-scheduler.svc.",
+)
+@click.option(
+    "--webhook-configuration",
+    default="kai-scheduler",
+    show_default=True,
+    metavar="NAME",
+    help="Validating- and MutatingWebhookConfiguration whose caBundle kai keeps set to its CA.",
+)
+@click.option(
+    "--gpu-sharing/--no-gpu-sharing",
+    default=False,
+    show_default=True,
+    help="Admit pods that ask for part of a GPU (gpu-fraction, gpu-memory); off, the webhook refuses them.",
+)
+@click.option(
+    "--gpu-pod-runtime-class",
+    default=None,
+    metavar="NAME",
+    help="runtimeClassName the webhook gives GPU-sharing pods that set none (e.g. nvidia).",
+)
+@click.option(
     "--log-format",
     type=click.Choice(["text", "json"]),
     default="text",
@@ -222,6 +306,14 @@ def run(
     resource_reservation_timeout: float,
     resource_reservation_runtime_class: str | None,
     gpu_cdi: bool,
+    webhook: bool,
+    webhook_bind_address: str,
+    webhook_cert_dir: str | None,
+    webhook_secret: str,
+    webhook_hosts: tuple[str, ...],
+    webhook_configuration: str,
+    gpu_sharing: bool,
+    gpu_pod_runtime_class: str | None,
     log_format: str,
     verbosity: int,
 ) -> None:
@@ -232,9 +324,15 @@ def run(
     the pod's containers get in NVIDIA_VISIBLE_DEVICES.
 
     \b
+    With --webhook it also serves the admission webhooks: Queues, PodGroups and
+    GPU-sharing pods are checked before they are stored (refusals name the field
+    or annotation), and GPU-sharing pods get their device settings' env
+    references.
+
     Examples:
       kai run --kubeconfig ~/.kube/config --no-leader-elect
       kai run --config scheduler.yaml -v 2 --log-format json
+      kai run --webhook --gpu-sharing --webhook-host kai-scheduler-webhook.kai-scheduler.svc
     """
     _configure_logging(log_format, verbosity)
     try:
@@ -245,6 +343,7 @@ def run(
     for flag, address in (
         ("--metrics-bind-address", metrics_bind_address),
         ("--health-probe-bind-address", health_probe_bind_address),
+        ("--webhook-bind-address", webhook_bind_address),
     ):
         host, _, port = address.rpartition(":")
         if not host or not port.isdigit():
@@ -281,6 +380,17 @@ def run(
             timeout=resource_reservation_timeout,
             runtime_class=resource_reservation_runtime_class or None,
             cdi=gpu_cdi,
+        ),
+        webhook=_webhook_options(
+            webhook,
+            address=webhook_bind_address,
+            cert_dir=webhook_cert_dir,
+            secret=webhook_secret,
+            hosts=webhook_hosts,
+            configuration=webhook_configuration,
+            settings=WebhookSettings(
+                scheduler_name=scheduler_name, gpu_sharing=gpu_sharing, runtime_class=gpu_pod_runtime_class or None
+            ),
         ),
     )
     try:

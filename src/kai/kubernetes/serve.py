@@ -21,6 +21,7 @@ from kai.kubernetes import client as kc
 from kai.kubernetes import leader, observability
 from kai.kubernetes.reservations import ReservationSettings
 from kai.kubernetes.runner import Scheduler
+from kai.kubernetes.webhook import WebhookOptions, WebhookServer, start_webhooks
 from kai.kubernetes.writer import Writer
 
 log = logging.getLogger(__name__)
@@ -45,6 +46,7 @@ class RunOptions:
     qps: float = 50.0
     burst: int = 300
     reservations: ReservationSettings = field(default_factory=ReservationSettings)
+    webhook: WebhookOptions | None = None  # serve the admission webhooks (`--webhook`)
 
 
 class StartupError(Exception):
@@ -125,7 +127,13 @@ async def serve(options: RunOptions, *, stop: asyncio.Event | None = None) -> in
             leader_elect=elector is not None,
         )
         await health.start()
-        tasks = [asyncio.create_task(i.run(), name=f"informer {i.resource.label}") for i in informers]
+        webhooks: WebhookServer | None = None
+        tasks: list[asyncio.Task[None]] = []
+        if options.webhook is not None:
+            webhooks, tasks = await start_webhooks(
+                options.webhook, client=client, queues=lambda: scheduler.cache.queues, stop=stop
+            )
+        tasks += [asyncio.create_task(i.run(), name=f"informer {i.resource.label}") for i in informers]
         if elector is not None:
             tasks.append(asyncio.create_task(elector.run(), name="leader election"))
         loop_task = asyncio.create_task(scheduler.run(is_leader=is_leader, stop=stop), name="scheduling loop")
@@ -143,5 +151,7 @@ async def serve(options: RunOptions, *, stop: asyncio.Event | None = None) -> in
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            if webhooks is not None:
+                await webhooks.stop()
             await health.stop()
     return 0

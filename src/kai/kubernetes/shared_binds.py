@@ -42,7 +42,8 @@ class SharedGpuBinds:
     writer: Writer
     reservations: DeviceReservations
     record: Callable[[Sequence[fx.Effect]], None]  # events, through the applier
-    _warned: set[str] = field(default_factory=set)
+    _warned: set[str] = field(default_factory=set)  # pods told they have no device settings
+    _failed: set[str] = field(default_factory=set)  # pods told their reservation failed, until bound
 
     async def prepare(self, gang: Sequence[fx.Bind]) -> bool:
         """Reserve the devices of the gang's fractional pods and write their settings; False if the
@@ -50,6 +51,7 @@ class SharedGpuBinds:
         fractional = [b for b in gang if b.gpu_groups]
         if not fractional:
             return True
+        self._forget_gone()
         found = await asyncio.gather(
             *(self.reservations.device_uuids(b.node, b.gpu_groups) for b in fractional), return_exceptions=True
         )
@@ -60,8 +62,13 @@ class SharedGpuBinds:
         if failures:
             message = f"GPU reservation failed: {failures[0]}; the pod is scheduled again"
             log.warning("%s", message)
-            self.record([_warning(pod=b.pod, reason=RESERVATION_FAILED, message=message) for b in gang])
+            # once per pod until it is bound: a cause that persists (no namespace, no device plugin)
+            # would otherwise repeat the event every cycle
+            fresh = [b for b in gang if b.pod not in self._failed]
+            self._failed.update(b.pod for b in gang)
+            self.record([_warning(pod=b.pod, reason=RESERVATION_FAILED, message=message) for b in fresh])
             return False
+        self._failed.difference_update(b.pod for b in gang)
         written = await asyncio.gather(
             *(
                 self._write_settings(b, uuids)
@@ -70,6 +77,13 @@ class SharedGpuBinds:
             )
         )
         return all(written)
+
+    def _forget_gone(self) -> None:
+        """Drop what was remembered of pods that are gone (so the sets stay as small as the cluster)."""
+        if len(self._warned) + len(self._failed) > 1024:
+            live = {f"{ns}/{name}" for ns, name in self.cache.pods}
+            self._warned &= live
+            self._failed &= live
 
     async def _write_settings(self, bind: fx.Bind, uuids: list[str]) -> bool:
         namespace, name = bind.pod.split("/", 1)

@@ -19,7 +19,7 @@ from kai.api import kinds, strict
 from kai.api.errors import InputError, InputWarning, Source
 from kai.api.fields import parse_duration
 from kai.api.manifest import ApiObject, Document, SkippedObject, parse_document, split_documents
-from kai.api.queue import Queue, parent_cycles, queue_warnings
+from kai.api.queue import Queue, cycle_problem, parent_cycles, queue_warnings
 from kai.deploy import crds
 
 URL_TIMEOUT_SECONDS = 30.0
@@ -91,7 +91,6 @@ def _queue_cycle_errors(queues: Sequence[tuple[Queue, Source]]) -> list[InputErr
     source = {queue.name: where for queue, where in queues}
     errors = []
     for cycle in parent_cycles([queue for queue, _ in queues]):
-        loop = " -> ".join((*cycle, cycle[0]))
         others = "; ".join(f"{name} in {source[name]}" for name in cycle[1:])
         errors.append(
             InputError(
@@ -99,10 +98,7 @@ def _queue_cycle_errors(queues: Sequence[tuple[Queue, Source]]) -> list[InputErr
                 kind="Queue",
                 name=cycle[0],
                 field="spec.parentQueue",
-                problem=(
-                    f"the parent queues form a cycle: {loop} (queues {', '.join(cycle)}); no queue in a cycle "
-                    "can take jobs: give one of them no parentQueue or another parent" + f" (the others: {others})"
-                ),
+                problem=f"{cycle_problem(cycle)} (the others: {others})",
             )
         )
     return errors
