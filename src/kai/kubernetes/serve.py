@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+import ssl
 from dataclasses import dataclass, field
 
 from kai.core.session import SchedulerConfig
@@ -130,9 +131,13 @@ async def serve(options: RunOptions, *, stop: asyncio.Event | None = None) -> in
         webhooks: WebhookServer | None = None
         tasks: list[asyncio.Task[None]] = []
         if options.webhook is not None:
-            webhooks, tasks = await start_webhooks(
-                options.webhook, client=client, queues=lambda: scheduler.cache.queues, stop=stop
-            )
+            try:
+                webhooks, tasks = await start_webhooks(
+                    options.webhook, client=client, queues=lambda: scheduler.cache.queues, stop=stop
+                )
+            except (kc.ApiError, kc.ApiUnreachable, OSError, ssl.SSLError) as err:
+                await health.stop()
+                raise StartupError(f"cannot serve the admission webhooks: {err}") from None
         tasks += [asyncio.create_task(i.run(), name=f"informer {i.resource.label}") for i in informers]
         if elector is not None:
             tasks.append(asyncio.create_task(elector.run(), name="leader election"))

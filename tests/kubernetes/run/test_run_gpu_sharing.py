@@ -17,7 +17,7 @@ from tests.kubernetes.objects import finish_deletion, mark_running
 from tests.kubernetes.run.conftest import NodeFactory, Objects, RunKai
 from tests.kubernetes.run.gpu_sharing import UUID_ANNOTATION, device_plugin
 from tests.kubernetes.run.support import eventually, items, unique
-from tests.kubernetes.run.test_run_scheduling import node_of, pods, queues
+from tests.kubernetes.run.test_run_scheduling import POD, node_of, pods, queues
 
 GROUP = "runai-gpu-group"
 
@@ -85,7 +85,7 @@ async def test_vllm_pair_shares_one_reserved_device_which_is_freed_when_both_are
 ) -> None:
     """Seed 003: vllm-test-07 (0.7) and vllm-test-02 (0.2) on one GPU node."""
     q = (await queues(objects))["q"]
-    node = await nodes(gpus=1, gpu_memory_mib=81920)
+    node = await nodes(gpus=2, gpu_memory_mib=81920)
     await objects.create(vllm("vllm-test-07", q, "0.7"))
     await objects.create(vllm("vllm-test-02", q, "0.2"))
     async with device_plugin(kube, reservation_namespace), run_kai(*sharing_flags(reservation_namespace)):
@@ -102,6 +102,23 @@ async def test_vllm_pair_shares_one_reserved_device_which_is_freed_when_both_are
         assert reservation["metadata"]["annotations"][UUID_ANNOTATION] == f"GPU-{node}-0"
         for pod in (a, b):
             assert pod["metadata"]["annotations"]["received-resource-type"] == "Fraction"
+
+        # the shared device and its reservation pod count once: one of the node's two GPUs is left
+        for name in ("whole-1", "whole-2"):
+            await objects.create(POD.substitute(name=name, queue=q, priority="train", gpus=1, annotations=""))
+
+        async def one_fits() -> tuple[dict[str, Any], dict[str, Any]] | None:
+            found = await pods(kube, namespace)
+            first, second = found["whole-1"], found["whole-2"]
+            waiting = any(
+                c.get("type") == "PodScheduled" and c.get("reason") == "Unschedulable"
+                for c in (second.get("status") or {}).get("conditions") or []
+            )
+            return (first, second) if node_of(first) == node and waiting and not node_of(second) else None
+
+        await eventually(one_fits, timeout=60)
+        for name in ("whole-1", "whole-2"):
+            await finish_deletion(kube, namespace, name)
 
         # the seed's check: both Running on the node, same GPU-GROUP
         for pod in (a, b):
