@@ -259,7 +259,7 @@ async def test_shared_pods_annotations_are_checked_and_kuberay_half_gpu_workers_
                 message = await refusal(kube, resources.PODS, namespace, pod(unique("bad"), annotations, gpus=gpus))
                 assert message == webhook_says("pods.kai.scheduler", expected), annotations
 
-            node = await nodes(gpus=1, gpu_memory_mib=81920)
+            node = await nodes(gpus=3, gpu_memory_mib=81920)
             cluster = next(o for o in await objects.create(SHARING_MANIFEST.read_text()) if o["kind"] == "RayCluster")
             made = await create_operator_pods(kube, cluster)
             workers = [p for p in made if (p["metadata"].get("annotations") or {}).get("gpu-fraction") == "0.5"]
@@ -291,5 +291,28 @@ async def test_shared_pods_annotations_are_checked_and_kuberay_half_gpu_workers_
                     "RUNAI_NUM_OF_GPUS": "0.50",
                 }
                 assert configmap["metadata"]["ownerReferences"][0]["uid"] == worker["metadata"]["uid"]
+
+            # a multi-device fraction: half of each of two devices, both in its NVIDIA_VISIBLE_DEVICES
+            multi = pod("two-devices", {"gpu-fraction": "0.5", "gpu-fraction-num-devices": "2"})
+            multi["metadata"]["labels"] = {"kai.scheduler/queue": "team-a"}
+            await kube.request("POST", resources.PODS.path(namespace=namespace), body=multi)
+
+            async def multi_bound() -> dict[str, Any] | None:
+                found = await get(kube, resources.PODS, "two-devices", namespace)
+                return found if node_of(found) else None
+
+            multi = await eventually(multi_bound, timeout=60)
+            labels = multi["metadata"]["labels"]
+            first = labels["runai-gpu-group"]
+            [second] = [v for k, v in labels.items() if k.startswith("runai-gpu-group/")]
+            by_group = {
+                p["metadata"]["labels"]["runai-gpu-group"]: p["metadata"]["annotations"][UUID_ANNOTATION]
+                for p in await reservation_pods(kube, reservations)
+            }
+            assert len(by_group) == 3, "one reservation pod per device: the workers' and the two of two-devices"
+            base = multi["metadata"]["annotations"]["runai/shared-gpu-configmap"]
+            configmap = await get(kube, resources.CONFIG_MAPS, f"{base}-0", namespace)
+            assert configmap["data"]["NVIDIA_VISIBLE_DEVICES"] == f"{by_group[first]},{by_group[second]}"
+            assert configmap["data"]["GPU_PORTION"] == "0.50"
     finally:
         await kube.request("DELETE", resources.NAMESPACES.path(name=reservations))
