@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kai.cluster.gpu_sharing import Release, Reservation, Reserve, device_env, plan_reservations
+from kai.cluster.gpu_sharing import DeviceUse, Release, Reservation, Reserve, device_env, plan_reservations
 
 
 def reservation(
@@ -74,7 +74,14 @@ CASES = {
 @pytest.mark.parametrize("case", CASES, ids=list(CASES))
 def test_plan_reservations(case: str) -> None:
     in_use, reservations, want = CASES[case]
-    assert list(plan_reservations(in_use=in_use, reservations=reservations)) == want
+    use = DeviceUse(keep=frozenset(in_use), need=frozenset(in_use))
+    assert list(plan_reservations(use=use, reservations=reservations)) == want
+
+
+def test_a_device_only_terminating_pods_hold_keeps_its_reservation_but_gets_no_new_one() -> None:
+    held = frozenset({("node-a", "g1"), ("node-a", "g2")})
+    use = DeviceUse(keep=held, need=frozenset())
+    assert plan_reservations(use=use, reservations=[reservation("r1", "g1")]) == ()
 
 
 def test_device_env_names_every_device_and_the_portion() -> None:

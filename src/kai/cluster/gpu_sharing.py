@@ -24,7 +24,7 @@ This module holds the rules, pure (no I/O, no clock); the Kubernetes adapter per
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -138,31 +138,46 @@ class Release:
 ReservationEffect = Reserve | Release
 
 
-def groups_in_use(ours: Sequence[PodState], binding: Sequence[tuple[str, Sequence[str]]] = ()) -> set[tuple[str, str]]:
-    """(node, group) of every shared device a pod of ours holds or is being bound to.
+@dataclass(frozen=True, kw_only=True, slots=True)
+class DeviceUse:
+    """Which shared devices (node, group) pods of ours use.
 
-    A pod holds its devices while it is bound (running or terminating: its containers may still use
-    the device) or while its binding is under way; `binding` adds the (node, groups) of this cycle's
-    binds.
+    `keep`: a pod holds the device (bound, running or terminating: its containers may still use it,
+    or its binding is under way), so its reservation pod stays. `need`: a pod runs on it or is being
+    bound to it, on a node that exists, so a missing reservation pod is made again (a terminating
+    pod's device is not reserved anew).
     """
-    used = _held_groups(ours)
+
+    keep: frozenset[tuple[str, str]]
+    need: frozenset[tuple[str, str]]
+
+
+def device_use(
+    ours: Sequence[PodState], binding: Sequence[tuple[str, Sequence[str]]], *, nodes: Collection[str]
+) -> DeviceUse:
+    """The shared devices in use, from the pods of ours and this cycle's binds ((node, groups) each)."""
+    keep = _held_groups(ours)
+    need: set[tuple[str, str]] = set()
+    for state in ours:
+        running = state.status in (TaskStatus.RUNNING, TaskStatus.ALLOCATED)
+        if state.node and state.node in nodes and running and state.pod.gpu_share is not None:
+            need.update((state.node, group) for group in state.gpu_groups)
     for node, groups in binding:
-        used.update((node, group) for group in groups)
-    return used
+        keep.update((node, group) for group in groups)
+        need.update((node, group) for group in groups)
+    return DeviceUse(keep=frozenset(keep), need=frozenset(need))
 
 
-def plan_reservations(
-    *, in_use: set[tuple[str, str]], reservations: Sequence[Reservation]
-) -> tuple[ReservationEffect, ...]:
+def plan_reservations(*, use: DeviceUse, reservations: Sequence[Reservation]) -> tuple[ReservationEffect, ...]:
     """The reservation pods to create and delete so that every shared device in use has exactly one.
 
     Per group, in a fixed order:
-    1. a reservation pod on another node than the group's is deleted (the group lives on one node);
-    2. of several reservation pods for a group, one is kept: the one that reported its device UUID,
-       then the oldest, then the first by name; the others are deleted (no double reservation);
-    3. a reservation pod whose group no pod uses any more is deleted (the last sharer left, or the
+    1. a reservation pod whose group no pod holds any more is deleted (the last sharer left, or the
        pod was left behind by a restart);
-    4. a group in use without a live reservation pod gets one.
+    2. a reservation pod on another node than the group's is deleted (the group lives on one node);
+    3. of several reservation pods for a group, one is kept: the one that reported its device UUID,
+       then the oldest, then the first by name; the others are deleted (no double reservation);
+    4. a device a pod needs without a live reservation pod gets one.
     Terminating reservation pods are already on their way out: never deleted again, never kept.
     """
     effects: list[ReservationEffect] = []
@@ -170,7 +185,7 @@ def plan_reservations(
     for reservation in reservations:
         if not reservation.terminating:
             by_group.setdefault(reservation.group, []).append(reservation)
-    nodes_of = {group: node for node, group in in_use}
+    nodes_of = {group: node for node, group in sorted(use.keep)}
     for group in sorted(by_group):
         live = by_group[group]
         node = nodes_of.get(group)
@@ -184,7 +199,7 @@ def plan_reservations(
         placed = sorted((r for r in live if r.node == node), key=lambda r: (r.uuid is None, r.created, r.pod))
         for r in placed[1:]:
             effects.append(Release(pod=r.pod, node=r.node, group=group, why=f"{placed[0].pod} already reserves it"))
-    for node, group in sorted(in_use):
+    for node, group in sorted(use.need):
         if not any(r.node == node for r in by_group.get(group, ())):
             effects.append(Reserve(node=node, group=group))
     return tuple(effects)

@@ -24,7 +24,7 @@ import logging
 import secrets
 import string
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -170,10 +170,12 @@ class DeviceReservations:
         return out
 
     # ----------------------------------------------------------------- every cycle
-    def reconcile(self, ours: Sequence[PodState], binding: Sequence[tuple[str, Sequence[str]]]) -> None:
+    def reconcile(
+        self, ours: Sequence[PodState], binding: Sequence[tuple[str, Sequence[str]]], *, nodes: Collection[str]
+    ) -> None:
         """Create and delete reservation pods so every shared device in use has exactly one."""
-        in_use = sharing.groups_in_use(ours, binding)
-        for effect in sharing.plan_reservations(in_use=in_use, reservations=self.reservations()):
+        use = sharing.device_use(ours, binding, nodes=nodes)
+        for effect in sharing.plan_reservations(use=use, reservations=self.reservations()):
             if isinstance(effect, sharing.Reserve):
                 self.ensure(effect.node, effect.group)
             else:

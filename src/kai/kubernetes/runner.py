@@ -181,7 +181,7 @@ class Scheduler:
         self.grouper.run(now=now)
         if self._settled is not None and self._settled[0] == self.cache.version:
             # reservation pods are kept whether or not a cycle runs (their writes may have failed)
-            self.reservations.reconcile(self.cache.pod_states()[0], ())
+            self.reservations.reconcile(self.cache.pod_states()[0], (), nodes=self.cache.nodes)
             self.cycles += 1
             report = CycleReport(
                 started=now,
@@ -216,7 +216,7 @@ class Scheduler:
         planned = fx.plan(result, view, now=now)
         self.applier.apply(planned, now=now)
         binding = [(e.node, e.gpu_groups) for e in planned if isinstance(e, fx.Bind) and e.gpu_groups]
-        self.reservations.reconcile(ours, binding)
+        self.reservations.reconcile(ours, binding, nodes=self.cache.nodes)
         self._settled = (version, result) if is_settled else None
         self.cycles += 1
         report = CycleReport(

@@ -62,12 +62,14 @@ async def reservation_namespace(kube: kc.KubeClient) -> AsyncIterator[str]:
 
 
 def sharing_flags(reservations: str) -> tuple[str, ...]:
-    return ("--resource-reservation-namespace", reservations, "--resource-reservation-timeout", "20")
+    return ("--resource-reservation-namespace", reservations)
 
 
-async def reservation_pods(kube: kc.KubeClient, namespace: str) -> list[dict[str, Any]]:
+async def reservation_pods(kube: kc.KubeClient, namespace: str, node: str) -> list[dict[str, Any]]:
+    """The live reservation pods on `node` (the test's own: the API server is shared, and kai also holds
+    devices for pods other tests left pending on their nodes)."""
     found = await items(kube, resources.PODS, namespace)
-    return [p for p in found if not p["metadata"].get("deletionTimestamp")]
+    return [p for p in found if not p["metadata"].get("deletionTimestamp") and p["spec"].get("nodeName") == node]
 
 
 async def bound_pods(kube: kc.KubeClient, namespace: str, count: int) -> dict[str, dict[str, Any]] | None:
@@ -94,7 +96,12 @@ async def test_vllm_pair_shares_one_reserved_device_which_is_freed_when_both_are
         assert node_of(a) == node_of(b) == node
         group = a["metadata"]["labels"][GROUP]
         assert b["metadata"]["labels"][GROUP] == group, "the pair shares one device"
-        [reservation] = await reservation_pods(kube, reservation_namespace)
+
+        async def one_reservation() -> dict[str, Any] | None:
+            found = await reservation_pods(kube, reservation_namespace, node)
+            return found[0] if len(found) == 1 and found[0]["metadata"]["labels"].get(GROUP) == group else None
+
+        reservation = await eventually(one_reservation)
         assert reservation["spec"]["nodeName"] == node
         assert reservation["metadata"]["labels"] == {"app": "kai-resource-reservation", GROUP: group}
         [container] = reservation["spec"]["containers"]
@@ -107,14 +114,20 @@ async def test_vllm_pair_shares_one_reserved_device_which_is_freed_when_both_are
         for name in ("whole-1", "whole-2"):
             await objects.create(POD.substitute(name=name, queue=q, priority="train", gpus=1, annotations=""))
 
-        async def one_fits() -> tuple[dict[str, Any], dict[str, Any]] | None:
+        async def one_fits() -> list[str] | None:
             found = await pods(kube, namespace)
-            first, second = found["whole-1"], found["whole-2"]
-            waiting = any(
-                c.get("type") == "PodScheduled" and c.get("reason") == "Unschedulable"
-                for c in (second.get("status") or {}).get("conditions") or []
-            )
-            return (first, second) if node_of(first) == node and waiting and not node_of(second) else None
+            pair = [found["whole-1"], found["whole-2"]]
+            bound = [p["metadata"]["name"] for p in pair if node_of(p) == node]
+            waiting = [
+                p["metadata"]["name"]
+                for p in pair
+                if not node_of(p)
+                and any(
+                    c.get("type") == "PodScheduled" and c.get("reason") == "Unschedulable"
+                    for c in (p.get("status") or {}).get("conditions") or []
+                )
+            ]
+            return bound if len(bound) == 1 and len(waiting) == 1 else None
 
         await eventually(one_fits, timeout=60)
         for name in ("whole-1", "whole-2"):
@@ -134,11 +147,11 @@ async def test_vllm_pair_shares_one_reserved_device_which_is_freed_when_both_are
 
         for name in await eventually(terminating_pods, timeout=60):
             # still holding the device until the containers stop
-            assert len(await reservation_pods(kube, reservation_namespace)) == 1
+            assert len(await reservation_pods(kube, reservation_namespace, node)) == 1
             await finish_deletion(kube, namespace, name)
 
         async def freed() -> bool:
-            return not await reservation_pods(kube, reservation_namespace)
+            return not await reservation_pods(kube, reservation_namespace, node)
 
         await eventually(freed)
 
@@ -167,19 +180,19 @@ async def test_restart_mid_way_leaves_no_orphan_and_no_double_reservation(
             await objects.create(vllm("second", q, "0.6"))
 
             async def waiting_reservation() -> list[dict[str, Any]] | None:
-                found = await reservation_pods(kube, reservation_namespace)
+                found = await reservation_pods(kube, reservation_namespace, node)
                 return found if len(found) == 2 else None
 
             await eventually(waiting_reservation, timeout=60)
             kai.kill()  # mid-bind: the second pod's reservation pod exists, the pod is not bound
         abandoned = {
             p["metadata"]["name"]
-            for p in await reservation_pods(kube, reservation_namespace)
+            for p in await reservation_pods(kube, reservation_namespace, node)
             if p["metadata"]["labels"][GROUP] != first_group
         }
         [kept] = [
             p
-            for p in await reservation_pods(kube, reservation_namespace)
+            for p in await reservation_pods(kube, reservation_namespace, node)
             if p["metadata"]["labels"][GROUP] == first_group
         ]
         await kube.request(
@@ -193,7 +206,7 @@ async def test_restart_mid_way_leaves_no_orphan_and_no_double_reservation(
 
             async def settled() -> dict[str, list[str]] | None:
                 by_group: dict[str, list[str]] = {}
-                for p in await reservation_pods(kube, reservation_namespace):
+                for p in await reservation_pods(kube, reservation_namespace, node):
                     by_group.setdefault(p["metadata"]["labels"][GROUP], []).append(p["metadata"]["name"])
                 groups = {p["metadata"]["labels"][GROUP] for p in found.values()}
                 done = set(by_group) == groups and all(len(v) == 1 for v in by_group.values())
