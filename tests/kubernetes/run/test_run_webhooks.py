@@ -64,8 +64,9 @@ def webhook_kai(kube: kc.KubeClient, namespace: str, run_kai: RunKai) -> Webhook
         for configuration in configurations:
             resource = VALIDATING if configuration["kind"] == VALIDATING.kind else MUTATING
             await kube.request("POST", resource.path(), body=configuration)
-        flags = ("--webhook", "--webhook-bind-address", f"127.0.0.1:{port}", "--webhook-host", "127.0.0.1")
-        flags += ("--webhook-secret", f"{namespace}/webhook-tls", "--webhook-configuration", name)
+        flags: tuple[str, ...] = ("--webhook", "--webhook-bind-address", f"127.0.0.1:{port}")
+        flags += ("--webhook-host", "127.0.0.1", "--webhook-secret", f"{namespace}/webhook-tls")
+        flags += ("--webhook-configuration", name)
         try:
             async with run_kai(*flags, *extra) as kai:
 
