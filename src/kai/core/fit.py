@@ -112,6 +112,21 @@ def find_fit(session: Session, task: Task) -> Fit:
     return Fit(session=session, task=task, now=now, later=later, shares_existing=shares & later)
 
 
+def refit_node(session: Session, fit: Fit, node: int, task: Task) -> Fit:
+    """`fit` for `task` (a task with the same request and constraint as `fit.task`, sharing no GPU)
+    after `node` changed: `find_fit` again, computed for that node only (no other node changed)."""
+    assert not task.is_shared_gpu and not session.predicates
+    snap = session.snapshot
+    admitted = bool(snap.constraint_masks[task.constraint][node] and snap.nodes.schedulable[node])
+    asked = np.flatnonzero(task.request > 0)
+    req = task.request[asked]
+    idle = session.idle[node, asked]
+    now, later = fit.now.copy(), fit.later.copy()
+    now[node] = admitted and bool(np.all(idle >= req - EPS))
+    later[node] = admitted and bool(np.all(idle + session.releasing[node, asked] >= req - EPS))
+    return Fit(session=session, task=task, now=now, later=later, shares_existing=fit.shares_existing)
+
+
 def _shares_later(session: Session, portion: Vector | float) -> BoolVector:
     """Nodes with a shared device the portion fits on once releasing holders leave (KAI's group fit)."""
     return np.asarray(session.shared_room_later >= np.asarray(portion) - EPS, dtype=np.bool_)
@@ -158,7 +173,5 @@ def fit_errors(session: Session, task: Task, fit: Fit) -> str:
             reasons["no GPU with enough free memory for the fraction"] += count
         else:
             reasons["rejected by a scheduling plugin"] += count
-    parts = ", ".join(
-        f"{count} {reason}" for reason, count in sorted(reasons.items(), key=lambda rc: (-rc[1], rc[0]))
-    )
+    parts = ", ".join(f"{count} {reason}" for reason, count in sorted(reasons.items(), key=lambda rc: (-rc[1], rc[0])))
     return f"0/{nodes.count} nodes: {parts}" if parts else f"0/{nodes.count} nodes"

@@ -19,6 +19,8 @@ class JobsByQueue:
     def __init__(self, session: Session, jobs: Iterable[Job]) -> None:
         self.session = session
         self.heaps: dict[int, list[tuple[tuple[object, ...], int]]] = {}
+        self.roots = [q.index for q in session.snapshot.queues if q.parent < 0]
+        self._best: dict[int, int | None] = {}  # best child per queue, within one pop
         for job in jobs:
             self.push(job)
 
@@ -49,11 +51,13 @@ class JobsByQueue:
         return best
 
     def _best_child(self, queue: int) -> int | None:
-        return self._pick(list(self.session.snapshot.queues[queue].children))
+        if queue not in self._best:
+            self._best[queue] = self._pick(list(self.session.snapshot.queues[queue].children))
+        return self._best[queue]
 
     def pop(self) -> Job | None:
-        roots = [q.index for q in self.session.snapshot.queues if q.parent < 0]
-        current = self._pick(roots)
+        self._best.clear()  # nothing changes during a pop; everything may change between pops
+        current = self._pick(self.roots)
         if current is None:
             return None
         while not self.session.snapshot.queues[current].is_leaf:

@@ -6,6 +6,7 @@ by name), so the same input always gives the same placement.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
@@ -22,7 +23,12 @@ def place_task(
 ) -> str | None:
     """Place one task; returns None on success, else the fit-error summary (a bare `0/N nodes` when
     the caller does not want the per-node reasons: `why=False`)."""
-    fit = fit_lib.find_fit(session, task)
+    return _place(session, stmt, task, fit_lib.find_fit(session, task), allow_pipeline=allow_pipeline, why=why)
+
+
+def _place(
+    session: Session, stmt: Statement, task: Task, fit: fit_lib.Fit, *, allow_pipeline: bool = True, why: bool = True
+) -> str | None:
     candidates = fit.later if allow_pipeline else fit.now
     if not candidates.any():
         if not why:
@@ -50,8 +56,16 @@ def place_tasks(session: Session, stmt: Statement, job: Job, tasks: Sequence[Tas
     """Place a gang attempt; if any member had to be pipelined while the gang was short, pipeline all."""
     was_satisfied = session.gang_satisfied(job)
     start = stmt.checkpoint()
+    # pods with the same request and constraint (sharing no GPU) fit the same nodes: after one is
+    # placed, only the node it went to is checked again
+    fits: dict[tuple[bytes, int], fit_lib.Fit] = {}
     for task in tasks:
-        error = place_task(session, stmt, task)
+        same = None if task.is_shared_gpu or session.predicates else (task.request.tobytes(), task.constraint)
+        known = fits.get(same) if same is not None else None
+        fit = fit_lib.find_fit(session, task) if known is None else dataclasses.replace(known, task=task)
+        error = _place(session, stmt, task, fit)
+        if error is None and same is not None:
+            fits[same] = fit_lib.refit_node(session, fit, int(session.node[task.index]), task)
         if error is not None:
             stmt.rollback(start)
             if len(tasks) > 1:
