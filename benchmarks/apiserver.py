@@ -32,6 +32,9 @@ from kai.kubernetes.resources import ApiResource
 REPO = pathlib.Path(__file__).resolve().parent.parent
 CLUSTER_SCRIPT = REPO.parent / "shared" / "k8s" / "cluster"
 TICKS = os.sysconf("SC_CLK_TCK")
+CYCLES = "kai_cycle_duration_seconds_count"  # kai run's metrics the benchmarks read
+CYCLE_SECONDS = "kai_cycle_duration_seconds_sum"
+SKIPPED = "kai_cycles_skipped_total"
 
 _KINDS: dict[str, ApiResource] = {
     r.kind: r
@@ -321,6 +324,20 @@ class KaiProcess:
                     return
             await asyncio.sleep(0.2)
         raise RuntimeError(f"kai run not ready within {timeout:.0f}s; see {self.log}")
+
+    async def settle(self, *, timeout: float) -> dict[str, float]:
+        """Wait until every cycle for two seconds was skipped (nothing left to write or decide);
+        the metrics then."""
+        deadline = time.monotonic() + timeout
+        before = await self.metrics()
+        while time.monotonic() < deadline:
+            await asyncio.sleep(2.0)
+            after = await self.metrics()
+            cycles = after.get(CYCLES, 0) - before.get(CYCLES, 0)
+            if cycles >= 1 and after.get(SKIPPED, 0) - before.get(SKIPPED, 0) == cycles:
+                return after
+            before = after
+        return before
 
     async def metrics(self) -> dict[str, float]:
         """The unlabelled samples of `/metrics` (name -> value)."""

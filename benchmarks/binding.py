@@ -9,8 +9,8 @@ scheduler is started and a watch records when each pod is first seen bound. Meas
   and between the first and the last bind;
 * CPU per bound pod: the scheduler process's CPU seconds (from /proc) at the last bind / pods;
 * gangs bound whole: every pod of every gang bound at the end, none bound twice;
-* latency on an idle cluster (issue 9): with the scheduler running and nothing pending, one pod is
-  created at a time and the time to its binding is taken, `samples` times.
+* latency on an idle cluster (issue 9): after the backlog, once the scheduler is idle (`kai run`: its
+  cycles are skipped), one pod is created at a time and the time to its binding is taken, `samples` times.
 
 kube-scheduler has no gangs: it gets the same pods (one GPU each, same counts) without PodGroups.
 """
@@ -125,7 +125,13 @@ async def _run(
                     whole = all(
                         all(f"{g}-{k}" in watch.bound for k in range(size)) for g, size in cluster.gangs.items()
                     )
-                latency = await _latency(client, watch, kai=kai, samples=samples) if samples else []
+                latency: list[float] = []
+                if samples:  # on an idle cluster: the backlog's statuses and events written first
+                    if kai_process is not None:
+                        await kai_process.settle(timeout=300)
+                    else:
+                        await asyncio.sleep(5.0)
+                    latency = await _latency(client, watch, kai=kai, samples=samples)
             finally:
                 if kai_process is not None:
                     kai_process.stop()

@@ -31,9 +31,9 @@ from kai.kubernetes import resources
 from kai.kubernetes.runner import Scheduler
 from kai.kubernetes.writer import Writer
 
-CYCLE_COUNT = "kai_cycle_duration_seconds_count"
-CYCLE_SUM = "kai_cycle_duration_seconds_sum"
-SKIPPED = "kai_cycles_skipped_total"
+CYCLE_COUNT = apiserver.CYCLES
+CYCLE_SUM = apiserver.CYCLE_SECONDS
+SKIPPED = apiserver.SKIPPED
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -47,20 +47,6 @@ class Steady:
     skipped: int  # of which skipped
     peak_rss: int  # bytes
     cpu: float  # kai run's CPU seconds, start to end
-
-
-async def _settle(kai: apiserver.KaiProcess, *, timeout: float) -> dict[str, float]:
-    """Wait until every cycle for two seconds was skipped (nothing left to write or decide); the metrics then."""
-    deadline = time.monotonic() + timeout
-    before = await kai.metrics()
-    while time.monotonic() < deadline:
-        await asyncio.sleep(2.0)
-        after = await kai.metrics()
-        cycles = after.get(CYCLE_COUNT, 0) - before.get(CYCLE_COUNT, 0)
-        if cycles >= 1 and after.get(SKIPPED, 0) - before.get(SKIPPED, 0) == cycles:
-            return after
-        before = after
-    return before
 
 
 async def steady(workdir: pathlib.Path, *, nodes: int, pods: int, window: float, seed: int = 0) -> Steady:
@@ -87,7 +73,7 @@ async def steady(workdir: pathlib.Path, *, nodes: int, pods: int, window: float,
                     break
                 await asyncio.sleep(0.2)
             first_cycle = first.get(CYCLE_SUM, 0.0) / max(first.get(CYCLE_COUNT, 1.0), 1.0)
-            start = await _settle(kai, timeout=600)
+            start = await kai.settle(timeout=600)
             await asyncio.sleep(window)
             end = await kai.metrics()
             cycles = int(end.get(CYCLE_COUNT, 0) - start.get(CYCLE_COUNT, 0))
@@ -128,6 +114,7 @@ def churn_lines(*, nodes: int, pods: int, seed: int = 0) -> tuple[list[bytes], l
         stages = []
         bound = copy.deepcopy(pod)
         bound["spec"]["nodeName"] = f"node-{i % nodes:05d}"
+        bound["metadata"]["annotations"]["received-resource-type"] = "Regular"  # as kai run binds
         bound["status"]["conditions"] = [{"type": "PodScheduled", "status": "True"}]
         running = copy.deepcopy(bound)
         running["status"] = {

@@ -174,7 +174,10 @@ class DeviceReservations:
         self, ours: Sequence[PodState], binding: Sequence[tuple[str, Sequence[str]]], *, nodes: Collection[str]
     ) -> None:
         """Create and delete reservation pods so every shared device in use has exactly one."""
-        use = sharing.device_use(ours, binding, nodes=nodes)
+        self.reconcile_use(sharing.device_use(ours, binding, nodes=nodes))
+
+    def reconcile_use(self, use: sharing.DeviceUse) -> None:
+        """`reconcile` for a device use already known (a skipped cycle reuses its settled cycle's)."""
         for effect in sharing.plan_reservations(use=use, reservations=self.reservations()):
             if isinstance(effect, sharing.Reserve):
                 self.ensure(effect.node, effect.group)

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kai.cluster import effects as fx
+from kai.cluster import gpu_sharing
 from kai.cluster.state import cycle_snapshot
 from kai.core.decisions import CycleResult
 from kai.core.session import SchedulerConfig
@@ -115,7 +116,8 @@ class Scheduler:
     last_report: CycleReport | None = field(default=None, init=False)
     on_cycle: list[Callable[[CycleReport], None]] = field(default_factory=list, init=False)
     _changed: asyncio.Event = field(default_factory=asyncio.Event, init=False)
-    _settled: tuple[int, CycleResult] | None = field(default=None, init=False)  # cache version, its result
+    # a settled cycle: the cache version it saw, its result, the shared devices in use then
+    _settled: tuple[int, CycleResult, gpu_sharing.DeviceUse] | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         self.cache = ClusterCache(scheduler_name=self.scheduler_name)
@@ -180,8 +182,9 @@ class Scheduler:
         t0 = time.perf_counter()
         self.grouper.run(now=now)
         if self._settled is not None and self._settled[0] == self.cache.version:
-            # reservation pods are kept whether or not a cycle runs (their writes may have failed)
-            self.reservations.reconcile(self.cache.pod_states()[0], (), nodes=self.cache.nodes)
+            # reservation pods are kept whether or not a cycle runs (their writes may have failed);
+            # the devices in use are the settled cycle's, since no pod or node changed
+            self.reservations.reconcile_use(self._settled[2])
             self.cycles += 1
             report = CycleReport(
                 started=now,
@@ -216,8 +219,9 @@ class Scheduler:
         planned = fx.plan(result, view, now=now)
         self.applier.apply(planned, now=now)
         binding = [(e.node, e.gpu_groups) for e in planned if isinstance(e, fx.Bind) and e.gpu_groups]
-        self.reservations.reconcile(ours, binding, nodes=self.cache.nodes)
-        self._settled = (version, result) if is_settled else None
+        use = gpu_sharing.device_use(ours, binding, nodes=self.cache.nodes)
+        self.reservations.reconcile_use(use)
+        self._settled = (version, result, use) if is_settled else None
         self.cycles += 1
         report = CycleReport(
             started=now,

@@ -4,7 +4,8 @@ backoff, and one outcome per write that says what happened.
 Writes travel in two lanes, each with its own worker slots: decisions (bindings, evictions,
 deletions, and the labels a binding needs) and reports (status patches, annotations, Events). A
 cycle that binds thousands of pods also plans thousands of status writes and Events; in their own
-lane they never hold a binding back.
+lane they never hold a binding back, and a report waits (up to `REPORT_YIELD` seconds) while
+decisions are queued or in flight, so the API server serves the bindings first.
 
 Every operation waits for a free worker slot in its lane (at most `workers` writes in flight each), goes through
 the client (which applies the QPS/burst rate limit), and retries what a retry may cure (no
@@ -20,6 +21,7 @@ Eviction API) is reported as `refused`, not retried.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -32,6 +34,7 @@ from kai.kubernetes.backoff import Backoff
 from kai.kubernetes.resources import ApiResource
 
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+REPORT_YIELD = 5.0  # seconds a report waits at most for the decisions in flight to be sent
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -65,6 +68,9 @@ class Writer:
         self.observe = observe
         self._slots = asyncio.Semaphore(workers)  # decisions
         self._report_slots = asyncio.Semaphore(workers)  # status, annotations, events
+        self._decisions = 0  # decisions queued or in flight
+        self._no_decisions = asyncio.Event()
+        self._no_decisions.set()
         self._rng = rng or random.Random()
 
     async def _send(
@@ -77,6 +83,33 @@ class Writer:
     ) -> Outcome:
         """Run `request` with retries; `interpret` turns a final error into an outcome of its own."""
         began = time.perf_counter()
+        outcome: Outcome
+        if decision:
+            self._decisions += 1
+            self._no_decisions.clear()
+        elif not self._no_decisions.is_set():
+            # reports yield to decisions in flight, for up to REPORT_YIELD seconds: the API server's
+            # time goes to the bindings first
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._no_decisions.wait(), timeout=REPORT_YIELD)
+        try:
+            outcome = await self._attempt(request, interpret, decision=decision)
+        finally:
+            if decision:
+                self._decisions -= 1
+                if self._decisions == 0:
+                    self._no_decisions.set()
+        if self.observe is not None:
+            self.observe(operation, outcome, time.perf_counter() - began)
+        return outcome
+
+    async def _attempt(
+        self,
+        request: Callable[[], Awaitable[dict[str, Any]]],
+        interpret: Callable[[kc.ApiError], Outcome | None],
+        *,
+        decision: bool,
+    ) -> Outcome:
         outcome: Outcome
         async with self._slots if decision else self._report_slots:
             attempt = 0
@@ -98,8 +131,6 @@ class Writer:
                 else:
                     outcome = Outcome(ok=True, code=200)
                     break
-        if self.observe is not None:
-            self.observe(operation, outcome, time.perf_counter() - began)
         return outcome
 
     # ----------------------------------------------------------------- pods
