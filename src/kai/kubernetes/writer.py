@@ -7,15 +7,21 @@ cycle that binds thousands of pods also plans thousands of status writes and Eve
 lane they never hold a binding back, and a report waits (up to `REPORT_YIELD` seconds) while
 decisions are queued or in flight, so the API server serves the bindings first.
 
-Every operation waits for a free worker slot in its lane (at most `workers` writes in flight each), goes through
-the client (which applies the QPS/burst rate limit), and retries what a retry may cure (no
-answer, 429, 5xx) with capped exponential backoff up to `attempts` tries. The outcome is data:
-`ok`, the final HTTP `code`, a `message`, and `already_done` when the server says the work was
-done before (a pod already bound, a pod already gone).
+Every operation waits for a free worker slot in its lane (at most `workers` requests in flight
+each), goes through the client (which applies the QPS/burst rate limit), and retries what a retry
+may cure (no answer within `timeout`, 429, 5xx) with capped exponential backoff up to `attempts`
+tries; a write waiting out its backoff holds no slot. The outcome is data: `ok`, the final HTTP
+`code`, a `message`, and `already_done` when the server says the work was done before (a pod
+already bound, a pod already gone).
+
+Within a lane, writes to one object (resource, namespace, name; subresources included) are sent one
+at a time in the order they were made, retries included: an older status patch that needs a retry
+never lands after a newer one, and the labels a binding needs land before the binding.
 
 The binding call treats the server's `Status` reply as success, and a 409 saying the pod is
 already assigned as done, never retried. An eviction refused by a PodDisruptionBudget (429 from the
-Eviction API) is reported as `refused`, not retried.
+Eviction API with the `DisruptionBudget` cause) is reported as `refused`, not retried; any other
+429 (the server's own throttling) is retried like a 5xx.
 """
 
 from __future__ import annotations
@@ -24,7 +30,8 @@ import asyncio
 import contextlib
 import random
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +54,7 @@ class Outcome:
 
 
 WriteObserver = Callable[[str, Outcome, float], None]  # (operation, outcome, seconds)
+OrderKey = tuple[bool, str, str, str]  # (decision lane, resource label, namespace or "", name)
 
 
 class Writer:
@@ -59,12 +67,14 @@ class Writer:
         workers: int = 32,
         attempts: int = 5,
         backoff: Backoff | None = None,
+        timeout: float = 10.0,
         observe: WriteObserver | None = None,
         rng: random.Random | None = None,
     ) -> None:
         self.client = client
         self.attempts = attempts
         self.backoff = backoff or Backoff(initial=0.2, maximum=5.0)
+        self.timeout = timeout
         self.observe = observe
         self._slots = asyncio.Semaphore(workers)  # decisions
         self._report_slots = asyncio.Semaphore(workers)  # status, annotations, events
@@ -72,16 +82,43 @@ class Writer:
         self._no_decisions = asyncio.Event()
         self._no_decisions.set()
         self._rng = rng or random.Random()
+        self._order: dict[OrderKey, asyncio.Lock] = {}
+        self._queued: Counter[OrderKey] = Counter()
+
+    @contextlib.asynccontextmanager
+    async def _in_order(self, key: OrderKey | None) -> AsyncIterator[None]:
+        """Hold the object's turn in its lane: one write at a time, first come first served."""
+        if key is None:
+            yield
+            return
+        lock = self._order.setdefault(key, asyncio.Lock())
+        self._queued[key] += 1
+        try:
+            async with lock:
+                yield
+        finally:
+            self._queued[key] -= 1
+            if not self._queued[key]:
+                del self._queued[key], self._order[key]
+
+    def _request(
+        self, method: str, path: str, body: Any, content_type: str = kc.JSON
+    ) -> Callable[[], Awaitable[dict[str, Any]]]:
+        return lambda: self.client.request(method, path, body=body, content_type=content_type, timeout=self.timeout)
 
     async def _send(
         self,
         operation: str,
+        target: tuple[ApiResource, str | None, str | None],
         request: Callable[[], Awaitable[dict[str, Any]]],
         interpret: Callable[[kc.ApiError], Outcome | None] = lambda err: None,
         *,
         decision: bool = True,
     ) -> Outcome:
-        """Run `request` with retries; `interpret` turns a final error into an outcome of its own."""
+        """Run `request` with retries; `interpret` turns a final error into an outcome of its own.
+
+        `target` is the (resource, namespace, name) written, for the order of writes to one object
+        (an unnamed create is ordered with nothing)."""
         began = time.perf_counter()
         outcome: Outcome
         if decision:
@@ -93,7 +130,7 @@ class Writer:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._no_decisions.wait(), timeout=REPORT_YIELD)
         try:
-            outcome = await self._attempt(request, interpret, decision=decision)
+            outcome = await self._attempt(target, request, interpret, decision=decision)
         finally:
             if decision:
                 self._decisions -= 1
@@ -105,18 +142,23 @@ class Writer:
 
     async def _attempt(
         self,
+        target: tuple[ApiResource, str | None, str | None],
         request: Callable[[], Awaitable[dict[str, Any]]],
         interpret: Callable[[kc.ApiError], Outcome | None],
         *,
         decision: bool,
     ) -> Outcome:
+        """Send in the object's turn, retrying what a retry may cure; a backoff holds no slot."""
         outcome: Outcome
-        async with self._slots if decision else self._report_slots:
+        resource, namespace, name = target
+        key = (decision, resource.label, namespace or "", name) if name else None
+        async with self._in_order(key):
             attempt = 0
             while True:
                 attempt += 1
                 try:
-                    await request()
+                    async with self._slots if decision else self._report_slots:
+                        await request()
                 except (kc.ApiError, kc.ApiUnreachable) as err:
                     special = interpret(err) if isinstance(err, kc.ApiError) else None
                     if special is not None:
@@ -151,7 +193,7 @@ class Writer:
                 return Outcome(ok=True, code=409, message=err.message, already_done=True)
             return None
 
-        return await self._send("bind", lambda: self.client.request("POST", path, body=body), interpret)
+        return await self._send("bind", (resources.PODS, namespace, name), self._request("POST", path, body), interpret)
 
     async def delete_pod(
         self, namespace: str, name: str, *, uid: str | None = None, grace_seconds: float | None = None
@@ -169,7 +211,8 @@ class Writer:
                 return Outcome(ok=True, code=404, message=err.message, already_done=True)
             return None
 
-        return await self._send("delete", lambda: self.client.request("DELETE", path, body=body), interpret)
+        target = (resources.PODS, namespace, name)
+        return await self._send("delete", target, self._request("DELETE", path, body), interpret)
 
     async def evict(self, namespace: str, name: str, *, uid: str | None = None) -> Outcome:
         """POST pods/eviction (policy/v1 Eviction); a PodDisruptionBudget's refusal is `refused`."""
@@ -182,11 +225,12 @@ class Writer:
         def interpret(err: kc.ApiError) -> Outcome | None:
             if err.code == 404:
                 return Outcome(ok=True, code=404, message=err.message, already_done=True)
-            if err.code == 429:
+            if err.code == 429 and _disruption_budget(err):
                 return Outcome(ok=False, code=429, message=err.message, refused=True)
             return None
 
-        return await self._send("evict", lambda: self.client.request("POST", path, body=body), interpret)
+        target = (resources.PODS, namespace, name)
+        return await self._send("evict", target, self._request("POST", path, body), interpret)
 
     # ----------------------------------------------------------------- any object
     async def patch(
@@ -206,7 +250,8 @@ class Writer:
         content_type = STRATEGIC_MERGE_PATCH if strategic else kc.MERGE_PATCH
         return await self._send(
             f"patch {resource.label}{'/' + subresource if subresource else ''}",
-            lambda: self.client.request("PATCH", path, body=dict(body), content_type=content_type),
+            (resource, namespace, name),
+            self._request("PATCH", path, dict(body), content_type),
             decision=decision,
         )
 
@@ -221,7 +266,17 @@ class Writer:
 
         return await self._send(
             f"create {resource.label}",
-            lambda: self.client.request("POST", path, body=dict(body)),
+            (resource, namespace, (body.get("metadata") or {}).get("name")),
+            self._request("POST", path, dict(body)),
             interpret,
             decision=False,
         )
+
+
+def _disruption_budget(err: kc.ApiError) -> bool:
+    """Whether a 429 from the Eviction API is a PodDisruptionBudget's refusal (not throttling)."""
+    details = err.status.get("details")
+    causes = details.get("causes") if isinstance(details, Mapping) else None
+    return any(isinstance(c, Mapping) and c.get("reason") == "DisruptionBudget" for c in causes or ()) or (
+        "disruption budget" in err.message
+    )
