@@ -12,9 +12,10 @@ import contextlib
 import os
 import signal
 import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,29 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 CLUSTER_SCRIPT = REPO.parent / "shared" / "k8s" / "cluster"
 BINARIES = CLUSTER_SCRIPT.parent / "bin"
+
+# Kills the control plane in DIR once the test process PID is gone, so that a test run that is
+# itself killed (a timeout, ^C twice) leaves no API server behind. It keeps sweeping for a while
+# (a `cluster up` cut short goes on starting processes); each pid file is removed once its process
+# is killed, so no pid is killed twice. `stop()` ends the reaper first.
+_REAPER = """
+import os, pathlib, signal, sys, time
+watched, run = int(sys.argv[1]), pathlib.Path(sys.argv[2])
+while True:
+    try:
+        os.kill(watched, 0)
+    except ProcessLookupError:
+        break
+    time.sleep(1)
+for _ in range(75):
+    for pidfile in run.glob("*.pid"):
+        try:
+            os.kill(int(pidfile.read_text()), signal.SIGKILL)
+        except (OSError, ValueError):
+            pass
+        pidfile.unlink(missing_ok=True)
+    time.sleep(1)
+"""
 
 
 def missing_binaries() -> str | None:
@@ -45,6 +69,7 @@ class ControlPlane:
     url: str
     token: str | None
     dir: Path | None
+    reaper: subprocess.Popen[bytes] | None = field(default=None, compare=False, repr=False)
 
     @property
     def managed(self) -> bool:
@@ -63,13 +88,22 @@ class ControlPlane:
     @classmethod
     def start(cls, dir: Path) -> ControlPlane:
         """`cluster up DIR --controllers`; raises RuntimeError with the script's output if it fails."""
+        reaper = subprocess.Popen(
+            [sys.executable, "-c", _REAPER, str(os.getpid()), str(dir)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         done = subprocess.run(
             [str(CLUSTER_SCRIPT), "up", str(dir), "--controllers"], capture_output=True, text=True, timeout=180
         )
         if done.returncode != 0:
             raise RuntimeError(f"cluster up {dir} failed:\n{done.stdout}{done.stderr}")
         env = dict(line.split("=", 1) for line in (dir / "env").read_text().split())
-        return cls(kubeconfig=Path(env["KUBECONFIG"]), url=env["KUBE_API_URL"], token=env["KUBE_TOKEN"], dir=dir)
+        return cls(
+            kubeconfig=Path(env["KUBECONFIG"]), url=env["KUBE_API_URL"], token=env["KUBE_TOKEN"], dir=dir, reaper=reaper
+        )
 
     @classmethod
     def external(cls, kubeconfig: Path) -> ControlPlane:
@@ -83,9 +117,13 @@ class ControlPlane:
         """Kill the managed control plane (its directory is thrown away, so nothing needs a clean exit)."""
         if self.dir is None:
             return
+        if self.reaper is not None:
+            self.reaper.kill()
+            self.reaper.wait()
         for pidfile in self.dir.glob("*.pid"):
             with contextlib.suppress(ProcessLookupError, ValueError):
                 os.kill(int(pidfile.read_text()), signal.SIGKILL)
+            pidfile.unlink()
 
     def restart_apiserver(self, *, pause: float = 0.0) -> None:
         """Kill kube-apiserver (SIGKILL: it dies, nothing drains) and start it again with the same data.

@@ -119,7 +119,10 @@ async def test_a_leader_cut_off_from_the_api_steps_down_before_the_other_takes_o
                 fault_proxy.thaw()
 
 
-async def test_shutdown_releases_the_lease_so_the_other_takes_over_at_once(kube: kc.KubeClient, namespace: str) -> None:
+@pytest.mark.parametrize("how", ["cancel", "release"])
+async def test_shutdown_releases_the_lease_so_the_other_takes_over_at_once(
+    kube: kc.KubeClient, namespace: str, how: str
+) -> None:
     # a 60 s lease: without the release the follower could not lead before WAIT_SECONDS (30 s)
     timeline = Timeline()
     leaving = timeline.elector(kube, short_lease(namespace, "leaving", duration=60), "leaving")
@@ -128,10 +131,16 @@ async def test_shutdown_releases_the_lease_so_the_other_takes_over_at_once(kube:
         await until(lambda: leaving.is_leader, "the first replica leading")
         async with campaigning(staying):
             await until(lambda: staying.holder == "leaving", "the second replica seeing the leader")
-            leaving_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await leaving_task
+            if how == "cancel":  # run() cancelled: it releases on its way out
+                leaving_task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await leaving_task
+            else:  # release() while run() goes on, as kai run's shutdown does: the campaign ends
+                assert await leaving.release()
+                async with asyncio.timeout(WAIT_SECONDS):
+                    await leaving_task
             await until(lambda: staying.is_leader, "the second replica taking over")
             spec = await lease_spec(kube, namespace)
             assert (spec["holderIdentity"], spec["leaseTransitions"]) == ("staying", 1)
+            assert not leaving.is_leader
             assert timeline.events == [("leaving", "started"), ("leaving", "stopped"), ("staying", "started")]

@@ -16,7 +16,9 @@ is cut off when the deadline passes, so a frozen API server cannot stall it), or
 another holder, it stops leading at once (`on_stopped_leading`) and becomes a candidate again.
 Because `renew_deadline` < `lease_duration`, it has stopped acting before any other replica can
 consider the lease expired. On shutdown (`release()`, or cancelling `run()`) the leader clears
-`holderIdentity`, so another replica takes over at its next try instead of waiting for expiry.
+`holderIdentity`, so another replica takes over at its next try instead of waiting for expiry; a
+released elector never campaigns again. Reads and writes of the lease are serialized, so a release
+cannot race a renewal in flight.
 """
 
 from __future__ import annotations
@@ -100,6 +102,8 @@ class LeaderElector:
         self._observed_spec: dict[str, Any] | None = None
         self._observed_at = 0.0
         self._lease: dict[str, Any] | None = None  # the lease as last read or written
+        self._io = asyncio.Lock()  # one lease round trip at a time (a release waits for a renewal)
+        self._released = False
         self._path = LEASES.path(namespace=self.config.namespace, name=self.config.name)
 
     @property
@@ -120,8 +124,9 @@ class LeaderElector:
         which tests use to play a replica that dies).
         """
         try:
-            while True:
-                await self._acquire()
+            while not self._released:
+                if not await self._acquire():
+                    return
                 await self._renew_until_lost()
         except asyncio.CancelledError:
             if self.release_on_cancel:
@@ -131,39 +136,48 @@ class LeaderElector:
             raise
 
     async def release(self) -> bool:
-        """Give the lease up if this replica holds it (clears holderIdentity); True if released.
+        """End the campaign and give the lease up if this replica holds it (clears holderIdentity);
+        True if a held lease was released.
 
-        Stops leading first (`on_stopped_leading` runs before the write). Cancelling `run()` calls
-        this; call it directly only when `run()` is not running, or the campaign takes it back.
+        Stops leading first (`on_stopped_leading` runs before the write), waits for a renewal in
+        flight, and makes `run()` return instead of campaigning again. Cancelling `run()` calls it.
         """
-        if not self.is_leader or self._lease is None:
+        self._released = True
+        if not self.is_leader:
             return False
         self._stop_leading()
-        spec = dict(self._lease.get("spec") or {})
-        now = _micro_time(self._wall_clock())
-        spec.pop("holderIdentity", None)
-        spec.update(leaseDurationSeconds=1, acquireTime=now, renewTime=now)
-        try:
-            await self._put(spec, timeout=self.config.renew_deadline)
-        except (ApiError, ApiUnreachable) as err:
-            log.warning("could not release lease %s: %s", self._path, err)
-            return False
+        async with self._io:
+            if self._lease is None or (self._lease.get("spec") or {}).get("holderIdentity") != self.identity:
+                return False
+            spec = dict(self._lease.get("spec") or {})
+            now = _micro_time(self._wall_clock())
+            spec.pop("holderIdentity", None)
+            spec.update(leaseDurationSeconds=1, acquireTime=now, renewTime=now)
+            try:
+                await self._put(spec, timeout=self.config.renew_deadline)
+            except (ApiError, ApiUnreachable) as err:
+                log.warning("could not release lease %s: %s", self._path, err)
+                return False
         return True
 
     # -- the two loops ----------------------------------------------------------------------
 
-    async def _acquire(self) -> None:
-        while True:
+    async def _acquire(self) -> bool:
+        """Campaign until this replica leads (True) or the elector is released (False)."""
+        while not self._released:
             if await self._try(timeout=self.config.renew_deadline):
                 self._start_leading()
-                return
+                return True
             await asyncio.sleep(self.config.retry_period * (1.0 + JITTER * self._rng.random()))
+        return False
 
     async def _renew_until_lost(self) -> None:
         last_renewal = self._clock()
         while True:
             await asyncio.sleep(self.config.retry_period)
             while True:
+                if self._released:
+                    return
                 remaining = last_renewal + self.config.renew_deadline - self._clock()
                 if remaining <= 0:
                     log.warning(
@@ -189,6 +203,12 @@ class LeaderElector:
 
     async def _try(self, *, timeout: float) -> bool:
         """One acquire-or-renew round trip; False when the lease is someone else's or a write lost."""
+        async with self._io:
+            if self._released:
+                return False
+            return await self._try_locked(timeout=timeout)
+
+    async def _try_locked(self, *, timeout: float) -> bool:
         now = self._clock()
         try:
             lease = await self.client.request("GET", self._path, timeout=timeout)
