@@ -5,7 +5,10 @@ RBAC without wildcards. The API server's view of them is in test_chart_on_cluste
 from __future__ import annotations
 
 import importlib.util
+import os
 import shlex
+import subprocess
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -288,3 +291,56 @@ def test_webhooks_reach_kai_run_through_the_service_with_its_own_certificate(man
     assert one(manifest, "Role", "kai-scheduler-webhook")["metadata"]["namespace"] == namespace
     [rule] = one(manifest, "ClusterRole", "kai-scheduler-run-webhook")["rules"]
     assert rule["resourceNames"] == [flags["--webhook-configuration"]]
+
+
+def helm_template(*values: str) -> list[dict[str, Any]]:
+    """The chart rendered by a real `helm template` with `--set` values (skips without helm)."""
+    helm = load_render_script().find_helm()
+    if helm is None:
+        pytest.skip("no helm binary ($HELM, PATH, or `python deploy/render.py --fetch-helm`)")
+    args = [str(helm), "template", "kai", str(CHART), "--namespace", "kai-scheduler"]
+    for value in values:
+        args += ["--set", value]
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "HELM_CACHE_HOME": tmp, "HELM_CONFIG_HOME": tmp, "HELM_DATA_HOME": tmp}
+        rendered = subprocess.run(args, check=True, capture_output=True, text=True, env=env).stdout
+    return load_documents(rendered)
+
+
+def test_webhook_values_set_the_failure_policy_the_excluded_namespaces_sharing_and_the_runtime_class() -> None:
+    objects = helm_template(
+        "webhook.failurePolicy=Fail",
+        "webhook.excludedNamespaces={team-x,team-y}",
+        "global.gpuSharing=true",
+        "webhook.gpuPodRuntimeClassName=nvidia",
+    )
+    webhooks = [
+        webhook
+        for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
+        for webhook in one(objects, kind, "kai-scheduler")["webhooks"]
+    ]
+    assert len(webhooks) == 4 and all(w["failurePolicy"] == "Fail" for w in webhooks)
+    for webhook in webhooks:
+        if webhook["name"] == "queues.kai.scheduler":  # Queues have no namespace
+            assert "namespaceSelector" not in webhook
+            continue
+        assert webhook["namespaceSelector"] == {
+            "matchExpressions": [
+                {
+                    "key": "kubernetes.io/metadata.name",
+                    "operator": "NotIn",
+                    "values": ["team-x", "team-y", "kai-resource-reservation"],
+                }
+            ]
+        }, webhook["name"]
+    [container] = one(objects, "Deployment")["spec"]["template"]["spec"]["containers"]
+    assert "--gpu-sharing" in container["args"] and "--no-gpu-sharing" not in container["args"]
+    assert "--gpu-pod-runtime-class=nvidia" in container["args"]
+
+
+def test_webhooks_off_leave_no_webhook_configuration_and_kai_run_serves_none() -> None:
+    objects = helm_template("webhook.enabled=false")
+    kinds = {o["kind"] for o in objects}
+    assert not kinds & {"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"}
+    [container] = one(objects, "Deployment")["spec"]["template"]["spec"]["containers"]
+    assert not [a for a in container["args"] if a.startswith("--webhook")]

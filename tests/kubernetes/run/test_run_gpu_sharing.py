@@ -1,22 +1,28 @@
 """GPU sharing on a real API server: the seeds' vLLM pair (0.7 + 0.2 of one GPU) and KubeRay's half-GPU
-workers get one reservation pod for their shared device, its UUID, and lose it when they are gone.
+workers get one reservation pod for their shared device, its UUID, and lose it when they are gone; the
+device counts as one whole GPU of the node, while the queue is charged the fractions, as by `kai sim`.
 
 The test plays the device plugin and kubelet for the reservation pods (`gpu_sharing.FakeDevicePlugin`).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
+from click.testing import CliRunner
 
+from kai.cli.main import main
 from kai.kubernetes import client as kc
 from kai.kubernetes import resources
 from tests.kubernetes.objects import finish_deletion, mark_running
 from tests.kubernetes.run.conftest import NodeFactory, Objects, RunKai
 from tests.kubernetes.run.gpu_sharing import UUID_ANNOTATION, device_plugin
-from tests.kubernetes.run.support import eventually, items, unique
+from tests.kubernetes.run.support import DEPARTMENT, QUEUE, eventually, get, items, unique
 from tests.kubernetes.run.test_run_scheduling import POD, node_of, pods, queues
 
 GROUP = "runai-gpu-group"
@@ -61,6 +67,28 @@ async def reservation_namespace(kube: kc.KubeClient) -> AsyncIterator[str]:
     await kube.request("DELETE", resources.NAMESPACES.path(name=name))
 
 
+def pod_of(deployment: str) -> dict[str, Any]:
+    """The pod a Deployment's ReplicaSet makes (as kai sim is given it)."""
+    name = yaml.safe_load(deployment)["metadata"]["name"]
+    template = yaml.safe_load(deployment)["spec"]["template"]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, **template["metadata"]},
+        "spec": template["spec"],
+    }
+
+
+def sim_queue_gpus(tmp_path: Path, documents: list[str], queue: str) -> float:
+    """The GPUs `kai sim` charges `queue` once it has scheduled `documents`."""
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text("\n---\n".join(documents))
+    result = CliRunner().invoke(main, ["sim", "-f", str(scenario), "--until-idle", "-o", "json"])
+    assert result.exit_code == 0, result.output
+    [found] = [q for q in json.loads(result.stdout)["queues"] if q["name"] == queue]
+    return float(found["allocated"]["gpu"])
+
+
 def sharing_flags(reservations: str) -> tuple[str, ...]:
     return ("--resource-reservation-namespace", reservations)
 
@@ -84,12 +112,20 @@ async def test_vllm_pair_shares_one_reserved_device_which_is_freed_when_both_are
     nodes: NodeFactory,
     run_kai: RunKai,
     reservation_namespace: str,
+    tmp_path: Path,
 ) -> None:
     """Seed 003: vllm-test-07 (0.7) and vllm-test-02 (0.2) on one GPU node."""
-    q = (await queues(objects))["q"]
+    department, q = unique("dept"), unique("q")
+    queue_objects = [
+        DEPARTMENT.substitute(name=department),
+        QUEUE.substitute(name=q, parent=department, gpu_quota=-1, gpu_limit=-1),
+    ]
+    for text in queue_objects:
+        await objects.create(text)
     node = await nodes(gpus=2, gpu_memory_mib=81920)
-    await objects.create(vllm("vllm-test-07", q, "0.7"))
-    await objects.create(vllm("vllm-test-02", q, "0.2"))
+    pair = [vllm("vllm-test-07", q, "0.7"), vllm("vllm-test-02", q, "0.2")]
+    for text in pair:
+        await objects.create(text)
     async with device_plugin(kube, reservation_namespace), run_kai(*sharing_flags(reservation_namespace)):
         found = await eventually(lambda: bound_pods(kube, namespace, 2), timeout=60)
         a, b = sorted(found.values(), key=lambda p: p["metadata"]["name"])
@@ -109,6 +145,27 @@ async def test_vllm_pair_shares_one_reserved_device_which_is_freed_when_both_are
         assert reservation["metadata"]["annotations"][UUID_ANNOTATION] == f"GPU-{node}-0"
         for pod in (a, b):
             assert pod["metadata"]["annotations"]["received-resource-type"] == "Fraction"
+
+        # the queue is charged the pair's fractions, as kai sim charges it for the same pods on the same node
+        sim_node = await get(kube, resources.NODES, node)
+        sim_node = {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": node, "labels": sim_node["metadata"]["labels"]},
+            "status": sim_node["status"],
+        }
+        sim_pods = [pod_of(text) for text in pair]
+        sim_allocated = sim_queue_gpus(
+            tmp_path, [*queue_objects, yaml.safe_dump(sim_node), *map(yaml.safe_dump, sim_pods)], q
+        )
+        assert sim_allocated == pytest.approx(0.9)
+
+        async def charged() -> float | None:
+            status = (await get(kube, resources.QUEUES, q)).get("status") or {}
+            allocated = float((status.get("allocated") or {}).get("nvidia.com/gpu", "-1"))
+            return allocated if allocated == sim_allocated else None
+
+        await eventually(charged)
 
         # the shared device and its reservation pod count once: one of the node's two GPUs is left
         for name in ("whole-1", "whole-2"):

@@ -2,7 +2,9 @@
 
 The webhook configurations are the chart's (from deploy/kai.yaml), pointed at this test's `kai run`
 by URL and scoped to this test's namespace and labelled queues. kai makes its own certificate and
-writes its CA into them. Every refusal is checked word for word, as `kubectl` would print it.
+writes its CA into them. Every refusal a webhook can give past the CRDs' own schema is checked word
+for word, as `kubectl` would print it; a namespace the chart excludes is left alone; GPU-sharing pods
+get their env references and the configured runtimeClassName.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from kai.kubernetes import client as kc
 from kai.kubernetes import resources
 from kai.kubernetes.webhook_tls import MUTATING, VALIDATING
 from tests.deploy.kube import REPO
+from tests.kubernetes.objects import finish_deletion
 from tests.kubernetes.run.conftest import NodeFactory, Objects, RunKai
 from tests.kubernetes.run.gpu_sharing import UUID_ANNOTATION, device_plugin
 from tests.kubernetes.run.support import KaiRun, eventually, free_port, get, unique
@@ -28,6 +31,8 @@ from tests.kubernetes.run.test_run_workloads import SEED_MANIFEST, create_operat
 
 TEST_LABEL = "kai-webhook-test"
 SHARING_MANIFEST = SEED_MANIFEST.parent / "ray-cluster.kai-gpu-sharing.yaml"
+RUNTIME_CLASSES = "/apis/node.k8s.io/v1/runtimeclasses"
+EXCLUDED = "kube-public"  # one of the namespaces the chart's webhook.excludedNamespaces leaves alone
 
 
 def chart_configurations(name: str, port: int, namespace: str) -> list[dict[str, Any]]:
@@ -47,8 +52,11 @@ def chart_configurations(name: str, port: int, namespace: str) -> list[dict[str,
             webhook["failurePolicy"] = "Fail"
             if webhook["rules"][0]["resources"] == ["queues"]:
                 webhook["objectSelector"] = {"matchLabels": {TEST_LABEL: namespace}}
-            else:
-                webhook["namespaceSelector"] = {"matchLabels": {"kubernetes.io/metadata.name": namespace}}
+            else:  # the chart's exclusions, and only this test's namespace and an excluded one
+                expressions = webhook["namespaceSelector"]["matchExpressions"]
+                [excluded] = [e for e in expressions if e["operator"] == "NotIn"]
+                assert EXCLUDED in excluded["values"]
+                expressions.append({"key": excluded["key"], "operator": "In", "values": [namespace, EXCLUDED]})
     return found
 
 
@@ -150,6 +158,8 @@ async def test_queues_podgroups_and_shared_pods_are_refused_with_the_rule_that_f
                 'spec.parentQueue: queue "no-such-queue" does not exist; create the parent queue first, or name an '
                 "existing queue",
             )
+            message = await refusal(kube, resources.QUEUES, None, queue(child, label, parent=child))
+            assert message == webhook_says("queues.kai.scheduler", "spec.parentQueue: a queue cannot be its own parent")
             for body in (queue(parent, label), queue(child, label, parent=parent)):
                 await kube.request("POST", resources.QUEUES.path(), body=body)
                 made.append(body["metadata"]["name"])
@@ -169,7 +179,7 @@ async def test_queues_podgroups_and_shared_pods_are_refused_with_the_rule_that_f
                 await kube.request("DELETE", resources.QUEUES.path(name=name))
 
         # PodGroups: minMember, subgroup names unique, parents that exist
-        cases = [
+        cases: list[tuple[dict[str, Any], str]] = [
             (  # the CRD takes minMember >= 1; kai also needs it to make sense with the subgroups
                 {"minMember": 2, "minSubGroup": 1, "queue": "q", "subGroups": [{"name": "a"}, {"name": "b"}]},
                 "spec.minSubGroup: cannot be combined with minMember (they are mutually exclusive): set minMember for "
@@ -183,6 +193,41 @@ async def test_queues_podgroups_and_shared_pods_are_refused_with_the_rule_that_f
                 {"minMember": 1, "queue": "q", "subGroups": [{"name": "w", "minMember": 1, "parent": "ghost"}]},
                 'spec.subGroups[0].parent: names unknown subgroup "ghost"',
             ),
+            (
+                {"queue": "q", "subGroups": [{"name": "a", "parent": "b"}, {"name": "b", "parent": "a"}]},
+                "spec.subGroups[0].parent: subgroup parents form a cycle",
+            ),
+            (
+                {"minSubGroup": 1, "queue": "q"},
+                "spec.minSubGroup: needs subGroups: it counts the PodGroup's top-level subgroups",
+            ),
+            (
+                {"minSubGroup": 3, "queue": "q", "subGroups": [{"name": "a"}, {"name": "b"}]},
+                "spec.minSubGroup: is 3 but the PodGroup has only 2 top-level subgroups",
+            ),
+            (
+                {"queue": "q", "subGroups": [{"name": "a", "minMember": 1, "minSubGroup": 1}]},
+                'spec.subGroups[0].minSubGroup: cannot be combined with minMember in subgroup "a" (they are mutually '
+                "exclusive)",
+            ),
+            (
+                {"queue": "q", "subGroups": [{"name": "a", "minSubGroup": 0}, {"name": "b", "parent": "a"}]},
+                "spec.subGroups[0].minSubGroup: must be at least 1, got 0",
+            ),
+            (
+                {"queue": "q", "subGroups": [{"name": "a", "minSubGroup": 1}]},
+                'spec.subGroups[0].minSubGroup: subgroup "a" has no child subgroups; a leaf subgroup sets minMember '
+                "instead",
+            ),
+            (
+                {"queue": "q", "subGroups": [{"name": "a", "minSubGroup": 2}, {"name": "b", "parent": "a"}]},
+                'spec.subGroups[0].minSubGroup: is 2 but subgroup "a" has only 1 child subgroups',
+            ),
+            ({"queue": "q", "preemptionDelay": "-5s"}, 'spec.preemptionDelay: must not be negative, got "-5s"'),
+            (
+                {"queue": "q", "stalenessGracePeriod": "soon"},
+                'spec.stalenessGracePeriod: must be a duration such as 90s, 10m or 2h, got "soon"',
+            ),
         ]
         for spec, expected in cases:
             message = await refusal(kube, resources.PODGROUPS, namespace, podgroup(unique("pg"), spec))
@@ -190,17 +235,22 @@ async def test_queues_podgroups_and_shared_pods_are_refused_with_the_rule_that_f
         fine = podgroup("fine", {"minMember": 1, "queue": "q"})
         await kube.request("POST", resources.PODGROUPS.path(namespace=namespace), body=fine)
 
-        # GPU sharing off: a fractional pod is refused, saying how to turn sharing on
-        message = await refusal(kube, resources.PODS, namespace, pod("half", {"gpu-fraction": "0.5"}))
-        assert message == webhook_says(
-            "pods.kai.scheduler",
-            "metadata.annotations.gpu-fraction: GPU sharing is off on this cluster, so a pod cannot ask for part of a "
-            "GPU; turn it on with `helm upgrade kai deploy/helm/kai -n kai-scheduler --reuse-values --set "
-            "global.gpuSharing=true` (kai run --gpu-sharing), or request whole GPUs with nvidia.com/gpu",
-        )
+        # GPU sharing off: a pod asking for part of a GPU is refused, saying how to turn sharing on
+        for which, value in (("gpu-fraction", "0.5"), ("gpu-memory", "2000")):
+            message = await refusal(kube, resources.PODS, namespace, pod(unique("share"), {which: value}))
+            assert message == webhook_says(
+                "pods.kai.scheduler",
+                f"metadata.annotations.{which}: GPU sharing is off on this cluster, so a pod cannot ask for part of a "
+                "GPU; turn it on with `helm upgrade kai deploy/helm/kai -n kai-scheduler --reuse-values --set "
+                "global.gpuSharing=true` (kai run --gpu-sharing), or request whole GPUs with nvidia.com/gpu",
+            )
         # a whole-GPU pod is admitted (dry run: nothing is left for later tests' kai to schedule)
         await kube.request(
             "POST", resources.PODS.path(namespace=namespace) + "?dryRun=All", body=pod("whole", {}, gpus=1)
+        )
+        # so is any pod in a namespace the chart excludes from the webhooks
+        await kube.request(
+            "POST", resources.PODS.path(namespace=EXCLUDED) + "?dryRun=All", body=pod("half", {"gpu-fraction": "2"})
         )
 
 
@@ -216,8 +266,12 @@ async def test_shared_pods_annotations_are_checked_and_kuberay_half_gpu_workers_
         resources.NAMESPACES.path(),
         body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": reservations}},
     )
+    runtime_class = unique("nvidia")  # the runtimeClassName the chart's webhook.gpuPodRuntimeClassName gives
+    body = {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": runtime_class}}
+    await kube.request("POST", RUNTIME_CLASSES, body={**body, "handler": "nvidia"})
     try:
-        async with device_plugin(kube, reservations), webhook_kai("--gpu-sharing", *sharing_flags(reservations)):
+        sharing = ("--gpu-sharing", "--gpu-pod-runtime-class", runtime_class, *sharing_flags(reservations))
+        async with device_plugin(kube, reservations), webhook_kai(*sharing):
             bad = [
                 (
                     {"gpu-fraction": "1.5"},
@@ -242,6 +296,16 @@ async def test_shared_pods_annotations_are_checked_and_kuberay_half_gpu_workers_
                 ),
                 ({"gpu-memory": "0"}, 0, 'metadata.annotations.gpu-memory: must be greater than 0, got "0"'),
                 (
+                    {"gpu-memory": "2Gi"},
+                    0,
+                    'metadata.annotations.gpu-memory: must be a whole number of MiB, got "2Gi"',
+                ),
+                (
+                    {"gpu-memory": "2000"},
+                    1,
+                    "metadata.annotations.gpu-memory: cannot be combined with a nvidia.com/gpu request",
+                ),
+                (
                     {"gpu-fraction-num-devices": "2"},
                     0,
                     "metadata.annotations.gpu-fraction-num-devices: needs gpu-fraction or gpu-memory",
@@ -250,6 +314,11 @@ async def test_shared_pods_annotations_are_checked_and_kuberay_half_gpu_workers_
                     {"gpu-fraction": "0.5", "gpu-fraction-num-devices": "0"},
                     0,
                     'metadata.annotations.gpu-fraction-num-devices: must be a whole number >= 1, got "0"',
+                ),
+                (
+                    {"gpu-memory": "2000", "gpu-fraction-num-devices": "two"},
+                    0,
+                    'metadata.annotations.gpu-fraction-num-devices: must be a whole number >= 1, got "two"',
                 ),
                 ({"mps": "true"}, 0, "metadata.annotations.mps: is only allowed with gpu-fraction or gpu-memory"),
                 (
@@ -268,7 +337,8 @@ async def test_shared_pods_annotations_are_checked_and_kuberay_half_gpu_workers_
             made = await create_operator_pods(kube, cluster)
             workers = [p for p in made if (p["metadata"].get("annotations") or {}).get("gpu-fraction") == "0.5"]
             assert len(workers) == 2
-            for worker in workers:  # mutated at admission: the ConfigMap's name and the env references
+            for worker in workers:  # mutated at admission: the ConfigMap's name, the env references, the runtime
+                assert worker["spec"]["runtimeClassName"] == runtime_class
                 base = worker["metadata"]["annotations"]["runai/shared-gpu-configmap"]
                 env = {e["name"]: e["valueFrom"]["configMapKeyRef"] for e in worker["spec"]["containers"][0]["env"]}
                 assert env == {
@@ -333,5 +403,18 @@ async def test_shared_pods_annotations_are_checked_and_kuberay_half_gpu_workers_
             configmap = await get(kube, resources.CONFIG_MAPS, f"{base}-0", namespace)
             assert configmap["data"]["NVIDIA_VISIBLE_DEVICES"] == f"{by_group[first]},{by_group[second]}"
             assert configmap["data"]["GPU_PORTION"] == "0.50"
+
+            # both workers gone (the kubelet stopped them): their device is freed, two-devices keeps its two
+            for worker in found:
+                await finish_deletion(kube, namespace, worker["metadata"]["name"])
+
+            async def workers_device_freed() -> bool:
+                left = {
+                    p["metadata"]["labels"]["runai-gpu-group"] for p in await reservation_pods(kube, reservations, node)
+                }
+                return left == {first, second}
+
+            await eventually(workers_device_freed, timeout=60)
     finally:
         await kube.request("DELETE", resources.NAMESPACES.path(name=reservations))
+        await kube.request("DELETE", f"{RUNTIME_CLASSES}/{runtime_class}")
