@@ -59,9 +59,7 @@ class StaleGangEvictionAction:
             if not running:
                 continue
             alive = session.alive_count(job)
-            whose = (
-                "its own (stalenessGracePeriod)" if job.staleness_grace_period is not None else "the scheduler's"
-            )
+            whose = "its own (stalenessGracePeriod)" if job.staleness_grace_period is not None else "the scheduler's"
             if job.subgroup_sets:
                 root = job.subgroup_sets[0]
                 satisfied = job.satisfied_members(0, session.podset_alive[job.index])

@@ -8,6 +8,7 @@ decisions are applied later by the adapter.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -215,6 +216,14 @@ class Statement:
                     message="",
                     undo=undo,
                 )
+
+    def label_evictions(self, checkpoint: int, message: Callable[[int], str]) -> None:
+        """Give the evictions recorded since `checkpoint` their messages (`message(task)`), once the
+        outcome they describe is known (the victim search learns it only by simulating)."""
+        for i in range(checkpoint, len(self._ops)):
+            op = self._ops[i]
+            if op.kind is Kind.EVICT:
+                self._ops[i] = dataclasses.replace(op, message=message(op.task))
 
     # ----------------------------------------------------------------- outcome
     def commit(self) -> None:

@@ -52,8 +52,11 @@ def _place(
     return None
 
 
-def place_tasks(session: Session, stmt: Statement, job: Job, tasks: Sequence[Task]) -> str | None:
-    """Place a gang attempt; if any member had to be pipelined while the gang was short, pipeline all."""
+def place_tasks(
+    session: Session, stmt: Statement, job: Job, tasks: Sequence[Task], *, why: bool = True
+) -> str | None:
+    """Place a gang attempt; if any member had to be pipelined while the gang was short, pipeline all.
+    `why=False`: on failure, no per-node reasons (see `place_task`)."""
     was_satisfied = session.gang_satisfied(job)
     start = stmt.checkpoint()
     # pods with the same request and constraint (sharing no GPU) fit the same nodes: after one is
@@ -63,7 +66,7 @@ def place_tasks(session: Session, stmt: Statement, job: Job, tasks: Sequence[Tas
         same = None if task.is_shared_gpu or session.predicates else (task.request.tobytes(), task.constraint)
         known = fits.get(same) if same is not None else None
         fit = fit_lib.find_fit(session, task) if known is None else dataclasses.replace(known, task=task)
-        error = _place(session, stmt, task, fit)
+        error = _place(session, stmt, task, fit, why=why)
         if error is None and same is not None:
             fits[same] = fit_lib.refit_node(session, fit, int(session.node[task.index]), task)
         if error is not None:

@@ -12,13 +12,14 @@ victim jobs are placed together in the session's job order, each victim job gett
 order, all or none) the pods its gang minimum needs, or one pod if it only lost surplus pods; its
 other evicted pods are lost. Victims on nodes the preemptor does not use are then left out and the
 scenario simulated again. The action's validator judges what is really lost; the first valid
-scenario wins. It is replayed (simulations are deterministic) so that victims which could stay are
-not evicted at all and every eviction carries its message. Between scenarios the statement is back
-where it started.
+scenario wins and stays applied; if some victims could stay where they run, it is simulated again
+without them (simulations are deterministic) and kept if still valid. Its evictions get their
+messages once the outcome is known. Between scenarios the statement is back where it started.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -94,7 +95,7 @@ class _Search:
 
     def place_preemptor(self) -> bool:
         s = self.session
-        if place_tasks(s, self.stmt, self.preemptor, self.tasks) is not None:
+        if place_tasks(s, self.stmt, self.preemptor, self.tasks, why=False) is not None:
             return False
         return s.gang_satisfied(self.preemptor)
 
@@ -155,7 +156,7 @@ class _Search:
         if all(check(s, victim, charge) is None for check in s.capacity_checks):
             cp = stmt.checkpoint()
             for t in back:
-                if place_task(s, stmt, s.task(t)) is not None:
+                if place_task(s, stmt, s.task(t), why=False) is not None:
                     stmt.rollback(cp)
                     mine = {}
                     break
@@ -168,16 +169,14 @@ class _Search:
                 lost.append(VictimUnit(job=unit.job, tasks=gone, whole=unit.whole))
         return lost
 
-    def simulate(
-        self, units: Sequence[VictimUnit], message: Callable[[int], str] | None = None
-    ) -> tuple[Scenario, set[int]] | None:
+    def simulate(self, units: Sequence[VictimUnit]) -> tuple[Scenario, set[int]] | None:
         """Evict `units`, then place the preemptor and re-place the victim jobs together in the session's
         job order (KAI's virtual allocation); None if the preemptor does not fit. The statement keeps
         the result (the caller rolls back). Returns the scenario and the victim pods that stay put."""
         s, stmt = self.session, self.stmt
         for unit in units:
             for t in unit.tasks:
-                stmt.evict(s.task(t), preemptor=self.preemptor.key, message=message(t) if message else "")
+                stmt.evict(s.task(t), preemptor=self.preemptor.key, message="")
         by_job: dict[int, list[VictimUnit]] = {}
         for unit in units:
             by_job.setdefault(unit.job, []).append(unit)
@@ -395,7 +394,7 @@ def _simulate_at(
 ) -> Scenario | None:
     """The newest victim made room: first the victims on one of its nodes at a time (the least
     disruptive), as KAI tries each node of its latest victim, then every victim on a node where victims
-    make room. The first valid scenario is applied again with messages and returned."""
+    make room. The first valid scenario is left applied, with its messages, and returned."""
     cap, cap_base, counts = scan.cap, scan.cap_base, scan.counts
     base_total = cap_base.sum(axis=1)
     count = cap.shape[1]
@@ -411,13 +410,13 @@ def _simulate_at(
         tried.append(on_node)
         found = _try(search, start, on_node, validate)
         if found is not None:
-            return _replay(search, start, found[2], found[0], found[1], validate, message)
+            return _settle(search, start, found[2], found[0], found[1], validate, message)
     candidates = scan.units_on(np.any(cap > cap_base, axis=0))
     if candidates in tried:
         return None
     found = _try(search, start, candidates, validate)
     if found is not None:
-        return _replay(search, start, found[2], found[0], found[1], validate, message)
+        return _settle(search, start, found[2], found[0], found[1], validate, message)
     return None
 
 
@@ -426,7 +425,9 @@ def _try(
 ) -> tuple[Scenario, set[int], list[VictimUnit]] | None:
     """Simulate with `units` evicted, keep only the victims on nodes the preemptor uses, simulate again, validate.
 
-    Returns (scenario, victim pods that stay, units evicted) or None; the statement is back at `start`.
+    Returns (scenario, victim pods that stay, units evicted) with the scenario left applied in the
+    statement (validators judge the scenario alone, not the session), or None with the statement back
+    at `start`.
     """
     session, stmt = search.session, search.stmt
     found = search.simulate(units)
@@ -443,12 +444,14 @@ def _try(
         if found is None:
             stmt.rollback(start)
             return None
-    stmt.rollback(start)
     scenario, stays = found
-    return (scenario, stays, needed) if validate(scenario) else None
+    if not validate(scenario):
+        stmt.rollback(start)
+        return None
+    return scenario, stays, needed
 
 
-def _replay(
+def _settle(
     search: _Search,
     start: int,
     taken: list[VictimUnit],
@@ -457,26 +460,27 @@ def _replay(
     validate: Validator,
     message: Messenger,
 ) -> Scenario | None:
-    """Apply the scenario again with messages, leaving out the victims that could stay where they run.
+    """The statement holds `found` (the units `taken` evicted): leave out the victims that could stay
+    where they run, if the scenario stays valid without evicting them, and give every eviction its message.
 
-    Simulations are deterministic, so simulating the same evictions again reproduces the scenario;
-    the first pass of each attempt only finds the scenario the messages describe."""
+    Simulations are deterministic, so simulating the same evictions again reproduces a scenario."""
     stmt = search.stmt
-    stmt.rollback(start)
+    scenario = found
     if stays:
+        stmt.rollback(start)
         kept = [VictimUnit(job=u.job, tasks=tuple(t for t in u.tasks if t not in stays), whole=u.whole) for u in taken]
         kept = [u for u in kept if u.tasks]
         again = search.simulate(kept)
-        stmt.rollback(start)
         if again is not None and validate(again[0]):
-            scenario = again[0]
-            if search.simulate(kept, lambda t: message(scenario, t)) is not None:
-                return scenario
+            settled = again[0]
+            stmt.label_evictions(start, lambda t: message(settled, t))
+            return settled
+        stmt.rollback(start)
+        # victims that could stay are evicted after all and pipelined back where they ran
+        if search.simulate(taken) is None:
             stmt.rollback(start)
-    # victims that could stay are evicted after all and pipelined back where they ran
-    home = {t: int(search.session.snapshot.tasks[t].node) for t in stays}
-    scenario = Scenario(preemptor=found.preemptor, tasks=found.tasks, lost=found.lost, moved={**found.moved, **home})
-    if search.simulate(taken, lambda t: message(scenario, t)) is not None:
-        return scenario
-    stmt.rollback(start)
-    return None
+            return None
+        home = {t: int(search.session.snapshot.tasks[t].node) for t in stays}
+        scenario = dataclasses.replace(found, moved={**found.moved, **home})
+    stmt.label_evictions(start, lambda t: message(scenario, t))
+    return scenario

@@ -112,8 +112,18 @@ class QueueOrder:
         ]
         self.priority = [q.priority for q in queues]
         self.rank = [(q.age_rank, q.name) for q in queues]
+        # keys already computed in this session: a key depends only on its arguments and the constants
+        # above, and the job loops ask again for every queue at every pop while few queues changed
+        self._known: dict[tuple[int, Triple, Triple, Triple], QueueKey] = {}
 
     def key(self, session: Session, queue: int, allocated: Triple, job: Triple, victims: Triple) -> QueueKey:
+        args = (queue, allocated, job, victims)
+        known = self._known.get(args)
+        if known is None:
+            known = self._known[args] = self._key(queue, allocated, job, victims)
+        return known
+
+    def _key(self, queue: int, allocated: Triple, job: Triple, victims: Triple) -> QueueKey:
         fair = self.fair[queue]
         over = fair[0] < allocated[0] and fair[1] < allocated[1] and fair[2] < allocated[2]
         with_job = [allocated[0] + job[0], allocated[1] + job[1], allocated[2] + job[2]]
@@ -127,7 +137,7 @@ class QueueOrder:
         self, session: Session, queue: int, allocated: Triple, victims: Matrix
     ) -> tuple[tuple[bool, bool, int, bool], Vector, tuple[float]]:
         """`key` with no job for each row of victims: only step 5 depends on the victims."""
-        head = self.key(session, queue, allocated, NOTHING, NOTHING)
+        head = self._key(queue, allocated, NOTHING, NOTHING)
         shares = _drf_rows(self.caps[queue], np.asarray(allocated, dtype=np.float64)[None, :] - victims)
         return (head[0], head[1], head[2], head[3]), shares, (head[5],)
 
