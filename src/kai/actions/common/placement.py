@@ -52,9 +52,7 @@ def _place(
     return None
 
 
-def place_tasks(
-    session: Session, stmt: Statement, job: Job, tasks: Sequence[Task], *, why: bool = True
-) -> str | None:
+def place_tasks(session: Session, stmt: Statement, job: Job, tasks: Sequence[Task], *, why: bool = True) -> str | None:
     """Place a gang attempt; if any member had to be pipelined while the gang was short, pipeline all.
     `why=False`: on failure, no per-node reasons (see `place_task`)."""
     was_satisfied = session.gang_satisfied(job)
@@ -76,6 +74,6 @@ def place_tasks(
                 return f"{gang}; pod {task.name} fits nowhere: {error}"
             return error
     placed = [t.index for t in tasks]
-    if not was_satisfied and any(session.status[t] == TaskStatus.PIPELINED for t in placed):
+    if not was_satisfied and bool(np.any(session.status[placed] == TaskStatus.PIPELINED)):
         stmt.convert_to_pipelined(set(placed))
     return None

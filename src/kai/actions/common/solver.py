@@ -5,7 +5,9 @@ only counted at first: per node, what the victims taken so far would free, and h
 pods (per pod shape) each node could then hold. A scenario is simulated, inside the statement,
 only when the newest victim makes room for one more preemptor pod and the nodes could then hold
 every pod: first with the victims on one node of the newest victim at a time, then with every
-victim on a node where victims make room (as KAI tries the latest victim's nodes first).
+victim on a node where victims make room (as KAI tries the latest victim's nodes first). With the
+victim order as arrays (`OrderedVictims`), only the steps that can make room and the steps on the
+nodes where they do are counted; the others could never start a simulation nor be simulated.
 
 A simulation is KAI's virtual allocation: the victims are evicted, then the preemptor and the
 victim jobs are placed together in the session's job order, each victim job getting back (in task
@@ -28,7 +30,7 @@ import numpy.typing as npt
 
 from kai.actions.common.job_order import JobsByQueue
 from kai.actions.common.placement import place_task, place_tasks
-from kai.actions.common.victim_steps import OrderedVictims, StepBlock
+from kai.actions.common.victim_steps import OrderedVictims, StepBlock, StepKey
 from kai.actions.common.victims import VictimUnit
 from kai.core import fit as fit_lib
 from kai.core.model import BoolVector, Job, Task
@@ -224,6 +226,8 @@ class _Scan:
         self.cap = self.cap_base.copy()
         self.total = self.cap.sum(axis=1)
         self.taken: list[VictimUnit] = []
+        self.taken_key: list[StepKey] = []  # each taken unit's place in the victim order
+        self.taken_at: dict[StepKey, int] = {}  # and back
         # per (taken unit, node) row: the unit's place in `taken`, and the node (appended in chunks)
         self.row_unit: list[npt.NDArray[np.int64]] = []
         self.row_node: list[npt.NDArray[np.int64]] = []
@@ -239,8 +243,30 @@ class _Scan:
     def take(self, unit: VictimUnit, nodes: Sequence[int]) -> None:
         self.row_unit.append(np.full(len(nodes), len(self.taken), dtype=np.int64))
         self.row_node.append(np.asarray(nodes, dtype=np.int64))
-        self.taken.append(unit)
+        self._taken(unit, (float(len(self.taken)),))
         self.victim_tasks += len(unit.tasks)
+
+    def _taken(self, unit: VictimUnit, key: StepKey) -> None:
+        self.taken_at[key] = len(self.taken)
+        self.taken.append(unit)
+        self.taken_key.append(key)
+
+    def catch_up(self, steps: StepBlock) -> None:
+        """Add steps that come earlier in the victim order on nodes the walk has just reached: their
+        rows there free nothing those nodes are short of, so no count grows (see `OrderedVictims.relevant`)."""
+        place = np.empty(len(steps.units), dtype=np.int64)
+        for k, (unit, key) in enumerate(zip(steps.units, steps.keys, strict=True)):
+            known = self.taken_at.get(key)
+            if known is None:
+                known = len(self.taken)
+                self._taken(unit, key)
+            place[k] = known
+        nodes = np.unique(steps.row_node)
+        np.add.at(self.freed, steps.row_node, steps.row_frees)
+        self.row_unit.append(place[steps.row_step])
+        self.row_node.append(steps.row_node)
+        grown = np.where(self.mask[None, nodes], _capacity(self.base[nodes] + self.freed[nodes], self.shapes), 0.0)
+        assert np.array_equal(grown, self.cap[:, nodes]), "a step behind the walk made room"
 
     def roomy(self, nodes: Sequence[int]) -> list[int]:
         """The nodes not short, even with what was freed, of a resource every preemptor pod asks for."""
@@ -254,7 +280,8 @@ class _Scan:
         if not self.row_unit:
             return []
         rows = self.row_unit[0][nodes[self.row_node[0]]]
-        return [self.taken[i] for i in np.unique(rows)]
+        keys = self.taken_key
+        return [self.taken[i] for i in sorted(np.unique(rows).tolist(), key=lambda i: keys[i])]
 
     def step(self, session: Session, unit: VictimUnit, max_victim_tasks: int) -> list[int] | None:
         """Take one unit (per-unit walk); the nodes to try if it makes room for one more preemptor pod
@@ -329,7 +356,8 @@ class _Scan:
         # take the steps up to `last`: their rows set the nodes' freed room and counts
         upto = row_step <= last
         place_of = len(self.taken) + np.cumsum(kept) - 1  # a kept step's place in `taken`
-        self.taken.extend(steps.units[k] for k in np.flatnonzero(kept[: last + 1]).tolist())
+        for k in np.flatnonzero(kept[: last + 1]).tolist():
+            self._taken(steps.units[k], steps.keys[k])
         self.row_unit.append(place_of[row_step[upto]])
         self.row_node.append(row_node[upto])
         # per node, its last row among those taken
@@ -364,7 +392,11 @@ def solve(
     scan = _Scan(session, tasks)
     if isinstance(units, OrderedVictims):
         assert not max_victim_tasks, "the block walk does not cap victim tasks"
-        for steps in units.blocks():
+        walk = units.relevant(reachable=scan.mask, room=scan.base, needs=scan.asked_by_all)
+        for behind, steps in walk:
+            if behind:
+                scan.catch_up(steps)
+                continue
             at = 0
             while at < len(steps.units):
                 fired = scan.block(steps.after(at) if at else steps)

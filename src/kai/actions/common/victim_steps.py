@@ -14,6 +14,12 @@ guard protects anyone, the same order can be produced far more cheaply:
   step is computed at once (`QueueOrderPolicy.victim_keys`) and the sequences are merged in blocks:
   the next B steps of the merge are always among the next B steps of each queue.
 
+* Any subset of the steps comes in the same relative order (a sort restricted to a subset), so the
+  search need not walk every step: `OrderedVictims.relevant` walks only the steps that can make room
+  for its preemptor, and the steps on the nodes where they do (see there). On a busy cluster most
+  steps (CPU-only pods before a GPU job, say) can never make room, and the walk no longer grows with
+  their number.
+
 Both give exactly the order `VictimPool.units` gives; the victim search reads either.
 """
 
@@ -23,19 +29,24 @@ import bisect
 import functools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from kai.actions.common.victims import PlanStep, VictimPool, VictimUnit
-from kai.core.model import Job
+from kai.core.model import BoolVector, Job
 from kai.core.resources import GPU
 from kai.core.session import Session
 
 FIRST_BLOCK = 32
+FEW_NODES = 8  # a resource some reachable node is short of is watched per node below 1 node in 8
 LARGEST_BLOCK = 1024
 
 Keys = tuple[tuple[object, ...], npt.NDArray[np.float64], tuple[object, ...]]
+StepKey = tuple[float, ...]  # sorts as the victim order: the first step has the smallest key
+Needs = list[tuple[int, float]]  # (resource, the least amount a preemptor pod asks for)
+EPS = 1e-9
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -44,6 +55,7 @@ class StepBlock:
     step frees there (its pods' requests; a shared-GPU pod's devices, an upper bound)."""
 
     units: list[VictimUnit]
+    keys: list[StepKey]  # each step's place in the victim order (`OrderedVictims.key`)
     row_step: npt.NDArray[np.int64]  # ascending
     row_node: npt.NDArray[np.int64]
     row_frees: npt.NDArray[np.float64]  # [rows, R]
@@ -53,6 +65,7 @@ class StepBlock:
         rows = self.row_step >= at
         return StepBlock(
             units=self.units[at:],
+            keys=self.keys[at:],
             row_step=self.row_step[rows] - at,
             row_node=self.row_node[rows],
             row_frees=self.row_frees[rows],
@@ -86,6 +99,7 @@ class QueueSteps:
         self.row_frees = np.zeros((0, resources))
         self._starts: npt.NDArray[np.int64] | None = None
         self._keys: tuple[tuple[float, float, float], Keys] | None = None
+        self._derived: dict[object, npt.NDArray[np.int64]] = {}  # row indexes, dropped when the steps change
 
     @property
     def row_start(self) -> npt.NDArray[np.int64]:
@@ -93,6 +107,47 @@ class QueueSteps:
         if self._starts is None:
             self._starts = np.concatenate([[0], np.cumsum(self.nrows)]).astype(np.int64)
         return self._starts
+
+    def _changed(self) -> None:
+        self._starts = self._keys = None
+        self._derived = {}
+
+    @property
+    def row_step(self) -> npt.NDArray[np.int64]:
+        """[rows]: each row's step."""
+        known = self._derived.get("step")
+        if known is None:
+            known = self._derived["step"] = np.repeat(np.arange(len(self.nrows), dtype=np.int64), self.nrows)
+        return known
+
+    def steps_freeing(self, resources: tuple[int, ...]) -> npt.NDArray[np.int64]:
+        """The steps (ascending) that free some amount of one of these resources on some node."""
+        known = self._derived.get(resources)
+        if known is None:
+            rows = np.flatnonzero(np.any(self.row_frees[:, list(resources)] > 0.0, axis=1))
+            known = self._derived[resources] = np.unique(self.row_step[rows])
+        return known
+
+    def steps_on(self, nodes: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """The steps (ascending) with a pod on one of these nodes (sorted, distinct)."""
+        order = self._derived.get("by node")
+        if order is None:
+            order = self._derived["by node"] = np.argsort(self.row_node, kind="stable")
+            self._derived["sorted nodes"] = self.row_node[order]
+        sorted_nodes = self._derived["sorted nodes"]
+        lo = np.searchsorted(sorted_nodes, nodes, side="left")
+        counts = np.searchsorted(sorted_nodes, nodes, side="right") - lo
+        total = int(counts.sum())
+        if not total:
+            return np.zeros(0, dtype=np.int64)
+        return np.unique(self.row_step[order[_ranges(lo, counts, total)]])
+
+    def step_rows(self, steps: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """The rows of these steps, a step's rows together: (each row's place in `steps`, the row)."""
+        counts = self.nrows[steps]
+        total = int(counts.sum())
+        place = np.repeat(np.arange(len(steps), dtype=np.int64), counts)
+        return place, _ranges(self.row_start[steps], counts, total)
 
     def sync(self) -> None:
         """Bring the steps of jobs whose version changed up to date (a job rolled back keeps its steps)."""
@@ -137,7 +192,7 @@ class QueueSteps:
         self.holds = np.delete(self.holds, at, axis=0)
         self.nrows = np.delete(self.nrows, at)
         self.row_node, self.row_frees = self.row_node[keep_rows], self.row_frees[keep_rows]
-        self._starts = self._keys = None
+        self._changed()
 
     def _add(self, added: list[tuple[tuple[object, ...], PlanStep, Job]]) -> None:
         session = self.pool.session
@@ -161,7 +216,7 @@ class QueueSteps:
             key, _, job = added[k]
             self.keys.insert(at[k], key)
             self.priority.insert(at[k], job.priority)
-        self._starts = self._keys = None
+        self._changed()
 
     def victim_keys(self) -> Keys:
         """The queue's key at every step (`QueueOrderPolicy.victim_keys`): what the queue holds now,
@@ -214,54 +269,224 @@ class OrderedVictims:
         self.limit = [q.usable(below_priority) for q in self.queues]
         keys = [q.victim_keys() for q in self.queues]
         self.varying = [varying for _, varying, _ in keys]
+        self.descending = [-varying[:limit] for varying, limit in zip(self.varying, self.limit, strict=True)]
         self.head_rank = np.asarray(_dense_ranks([head for head, _, _ in keys]), dtype=np.int64)
         self.tail_rank = np.asarray(_dense_ranks([tail for _, _, tail in keys]), dtype=np.int64)
         self.tie_rank = np.asarray(ties, dtype=np.int64)
 
+    def key(self, q: int, p: int) -> StepKey:
+        """Step p of queue q's place in the victim order (descending head, varying, tail, tie; then p)."""
+        return (
+            -float(self.head_rank[q]),
+            -float(self.varying[q][p]),
+            -float(self.tail_rank[q]),
+            -float(self.tie_rank[q]),
+            float(p),
+        )
+
+    def keys(self, queue_of: npt.NDArray[np.int64], index: npt.NDArray[np.int64]) -> list[StepKey]:
+        """`key` of each of these steps."""
+        varying = np.empty(index.size)
+        for q in np.unique(queue_of).tolist():
+            chosen = queue_of == q
+            varying[chosen] = self.varying[q][index[chosen]]
+        return list(
+            zip(
+                (-self.head_rank[queue_of]).astype(np.float64).tolist(),
+                (-varying).tolist(),
+                (-self.tail_rank[queue_of]).astype(np.float64).tolist(),
+                (-self.tie_rank[queue_of]).astype(np.float64).tolist(),
+                index.astype(np.float64).tolist(),
+                strict=True,
+            )
+        )
+
+    def merge(
+        self, picks: Sequence[npt.NDArray[np.int64]], size: int | None = None
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """Some steps of each queue (ascending) in the victim order, the first `size` if given: (queue, step)."""
+        parts = [(q, pos) for q, pos in enumerate(picks) if pos.size]
+        if not parts:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        queue_of = np.concatenate([np.full(pos.size, q, dtype=np.int64) for q, pos in parts])
+        index = np.concatenate([pos for _, pos in parts])
+        if len(parts) > 1:
+            varying = np.concatenate([self.varying[q][pos] for q, pos in parts])
+            # descending by (head, varying, tail, tie); a queue's own steps keep their order
+            order = np.lexsort(
+                (index, -self.tie_rank[queue_of], -self.tail_rank[queue_of], -varying, -self.head_rank[queue_of])
+            )
+            queue_of, index = queue_of[order], index[order]
+        if size is not None:
+            queue_of, index = queue_of[:size], index[:size]
+        return queue_of, index
+
+    def through(self, q: int, p: int) -> list[int]:
+        """Per queue, how many of its usable steps come before step p of queue q, or are that step."""
+        head, varying = self.head_rank[q], self.varying[q][p]
+        after = (self.tail_rank[q], self.tie_rank[q])
+        out = []
+        for k in range(len(self.queues)):
+            limit = self.limit[k]
+            if k == q:
+                out.append(p + 1)
+            elif self.head_rank[k] != head:
+                out.append(limit if self.head_rank[k] > head else 0)
+            else:
+                # a queue's varying keys only go down from step to step
+                side: Literal["left", "right"] = "right" if (self.tail_rank[k], self.tie_rank[k]) > after else "left"
+                out.append(int(np.searchsorted(self.descending[k], -varying, side=side)))
+        return out
+
+    def block(
+        self, queue_of: npt.NDArray[np.int64], index: npt.NDArray[np.int64], only: BoolVector | None = None
+    ) -> StepBlock:
+        """These steps, in this order, as a block; with `only`, the rows on other nodes are left out."""
+        units = np.empty(index.size, dtype=object)
+        row_step, row_node, row_frees = [], [], []
+        for q in np.unique(queue_of).tolist():
+            chosen = np.flatnonzero(queue_of == q)
+            steps = self.queues[q]
+            units[chosen] = steps.units[index[chosen]]
+            place, rows = steps.step_rows(index[chosen])
+            row_step.append(chosen[place])
+            row_node.append(steps.row_node[rows])
+            row_frees.append(steps.row_frees[rows])
+        resources = self.session.snapshot.resources.size
+        step = np.concatenate(row_step) if row_step else np.zeros(0, dtype=np.int64)
+        node = np.concatenate(row_node) if row_node else np.zeros(0, dtype=np.int64)
+        frees = np.concatenate(row_frees) if row_frees else np.zeros((0, resources))
+        order = np.argsort(step, kind="stable")
+        if only is not None:
+            order = order[only[node[order]]]
+        return StepBlock(
+            units=list(units),
+            keys=self.keys(queue_of, index),
+            row_step=step[order],
+            row_node=node[order],
+            row_frees=frees[order],
+        )
+
     def blocks(self) -> Iterator[StepBlock]:
-        """Steps in the victim order: first the queue the allocation order puts last, and so on."""
+        """Every step in the victim order: first the queue the allocation order puts last, and so on."""
         count = len(self.queues)
         at = [0] * count
         size = FIRST_BLOCK
         while True:
-            windows = [(q, at[q], min(self.limit[q], at[q] + size)) for q in range(count) if at[q] < self.limit[q]]
-            if not windows:
+            picks = [np.arange(at[q], min(self.limit[q], at[q] + size), dtype=np.int64) for q in range(count)]
+            queue_of, index = self.merge(picks, size)
+            if not index.size:
                 return
-            parts = [self.queues[q].rows(lo, hi) for q, lo, hi in windows]
-            offsets = np.cumsum([0] + [hi - lo for _, lo, hi in windows])
-            row_step = np.concatenate([part[0] + offsets[k] for k, part in enumerate(parts)])
-            row_node = np.concatenate([part[1] for part in parts])
-            row_frees = np.concatenate([part[2] for part in parts])
-            units = np.concatenate([self.queues[q].units[lo:hi] for q, lo, hi in windows])
-            if len(windows) == 1:
-                q, _, hi = windows[0]
-                at[q] = hi
-                yield StepBlock(units=list(units), row_step=row_step, row_node=row_node, row_frees=row_frees)
-            else:
-                queue_of = np.concatenate([np.full(hi - lo, q, dtype=np.int64) for q, lo, hi in windows])
-                index = np.concatenate([np.arange(lo, hi, dtype=np.int64) for _, lo, hi in windows])
-                varying = np.concatenate([self.varying[q][lo:hi] for q, lo, hi in windows])
-                # descending by (head, varying, tail, tie); a queue's own steps keep their order
-                order = np.lexsort(
-                    (index, -self.tie_rank[queue_of], -self.tail_rank[queue_of], -varying, -self.head_rank[queue_of])
-                )[:size]
-                chosen_queue, chosen = queue_of[order], index[order]
-                for q, _, _ in windows:
-                    taken = chosen[chosen_queue == q]
-                    if taken.size:
-                        at[q] = int(taken[-1]) + 1
-                place = np.full(len(units), -1, dtype=np.int64)
-                place[order] = np.arange(order.size)
-                row_place = place[row_step]
-                rows = np.flatnonzero(row_place >= 0)
-                rows = rows[np.argsort(row_place[rows], kind="stable")]
-                yield StepBlock(
-                    units=list(units[order]),
-                    row_step=row_place[rows],
-                    row_node=row_node[rows],
-                    row_frees=row_frees[rows],
-                )
+            _advance(at, queue_of, index)
+            yield self.block(queue_of, index)
             size = min(LARGEST_BLOCK, size * 2)
+
+    def _candidates(
+        self, q: int, sources: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]], start: int, size: int
+    ) -> npt.NDArray[np.int64]:
+        """Queue q's first `size` candidates from step `start` on (the union of its sources, usable steps only)."""
+        first, second = (_window(source, start, self.limit[q], size) for source in sources)
+        if not first.size:
+            return second
+        return np.union1d(first, second)[:size] if second.size else first
+
+    def relevant(
+        self, *, reachable: BoolVector, room: npt.NDArray[np.float64], needs: Needs
+    ) -> Iterator[tuple[bool, StepBlock]]:
+        """The steps that can matter to a preemptor, in the victim order, as (catch-up?, block) pairs.
+
+        `reachable`: the nodes the preemptor may use; `room`: what each node has free [n, R]; `needs`:
+        per resource all the preemptor's pods ask for, the least any asks. A node short of one of them
+        holds no preemptor pod, and only steps that free some of a resource a node is short of (the
+        candidates) can end that, so candidates are walked alone, in the victim order, a growing block
+        at a time, adding up what they free per node. A node joins the walk once they would leave it
+        short of nothing (open nodes join at once). Each round yields, in the victim order, the steps
+        up to the last candidate with a pod on a joined node, with only those nodes' rows: first
+        (catch-up) the steps already behind the walk on the nodes that just joined, which leave them
+        short still (they had not joined), then the new steps. A node that has not joined is short at
+        every step up to the walk's last candidate, so no step there could make room on it.
+        """
+        count = len(self.queues)
+        have = room.copy()  # what each node has once the candidates behind the walk are gone
+        fine = reachable.copy()
+        # per resource short somewhere, the nodes short of it: where few are, the steps on them are the
+        # candidates for it, else the steps that free some of it anywhere (both hold every candidate)
+        widely: list[int] = []
+        few: list[npt.NDArray[np.int64]] = []
+        for r, need in needs:
+            lacking = reachable & (room[:, r] + EPS < need)
+            fine &= ~lacking
+            nodes = np.flatnonzero(lacking)
+            if nodes.size * FEW_NODES > reachable.size:
+                widely.append(r)
+            elif nodes.size:
+                few.append(nodes)
+        few.append(np.flatnonzero(fine))  # every step on an open node is a candidate
+        watched = np.unique(np.concatenate(few))
+        # per queue, the candidates: the steps on watched nodes and those freeing a widely short resource
+        sources = [
+            (
+                steps.steps_on(watched) if watched.size else np.zeros(0, dtype=np.int64),
+                steps.steps_freeing(tuple(widely)) if widely else np.zeros(0, dtype=np.int64),
+            )
+            for steps in self.queues
+        ]
+        cut = [0] * count  # per queue, the steps behind the walk
+        joined = np.zeros(reachable.size, dtype=np.bool_)
+        size = FIRST_BLOCK
+        while True:
+            queue_of, index = self.merge([self._candidates(q, sources[q], cut[q], size) for q in range(count)], size)
+            if index.size:
+                frontier = self.through(int(queue_of[-1]), int(index[-1]))
+                for q in np.unique(queue_of).tolist():
+                    steps = self.queues[q]
+                    rows = steps.step_rows(index[queue_of == q])[1]
+                    np.add.at(have, steps.row_node[rows], steps.row_frees[rows])
+            else:
+                frontier = list(self.limit)
+            ready = reachable & ~joined
+            for r, need in needs:
+                ready &= have[:, r] + EPS >= need
+            fresh = np.flatnonzero(ready)
+            if fresh.size:
+                behind = [self.queues[q].steps_on(fresh) for q in range(count)]
+                old_q, old_i = self.merge([b[: int(np.searchsorted(b, cut[q]))] for q, b in enumerate(behind)])
+                joined[fresh] = True
+                if old_i.size:
+                    yield True, self.block(old_q, old_i, ready)
+            nodes = np.flatnonzero(joined)
+            picks = []
+            for q in range(count):
+                on = self.queues[q].steps_on(nodes)
+                picks.append(on[int(np.searchsorted(on, cut[q])) : int(np.searchsorted(on, frontier[q]))])
+            new_q, new_i = self.merge(picks)
+            if new_i.size:
+                yield False, self.block(new_q, new_i, joined)
+            cut = frontier
+            if not index.size:
+                return
+            size = min(LARGEST_BLOCK, size * 2)
+
+
+def _window(steps: npt.NDArray[np.int64], start: int, stop: int, size: int) -> npt.NDArray[np.int64]:
+    """The first `size` of these (ascending) steps from `start` on, below `stop`."""
+    lo = int(np.searchsorted(steps, start))
+    window = steps[lo : lo + size]
+    return window[: int(np.searchsorted(window, stop))]
+
+
+def _advance(at: list[int], queue_of: npt.NDArray[np.int64], index: npt.NDArray[np.int64]) -> None:
+    """Move each queue's cursor past its steps among these."""
+    for q in range(len(at)):
+        taken = index[queue_of == q]
+        if taken.size:
+            at[q] = int(taken[-1]) + 1
+
+
+def _ranges(starts: npt.NDArray[np.int64], counts: npt.NDArray[np.int64], total: int) -> npt.NDArray[np.int64]:
+    """The integer ranges [start, start + count) one after another."""
+    ends = np.cumsum(counts)
+    return np.repeat(starts, counts) + np.arange(total, dtype=np.int64) - np.repeat(ends - counts, counts)
 
 
 def _exclusive_cumsum(holds: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
