@@ -21,30 +21,34 @@ class JobsByQueue:
         self.heaps: dict[int, list[tuple[tuple[object, ...], int]]] = {}
         self.roots = [q.index for q in session.snapshot.queues if q.parent < 0]
         self._best: dict[int, int | None] = {}  # best child per queue, within one pop
+        self.held: dict[int, int] = {}  # jobs in each queue's subtree: queues holding none are skipped
         for job in jobs:
             self.push(job)
 
     def push(self, job: Job) -> None:
         heapq.heappush(self.heaps.setdefault(job.queue, []), (self.session.job_key(job), job.index))
+        for q in self.session.ancestors(job.queue):
+            self.held[q] = self.held.get(q, 0) + 1
 
-    def _best_job(self, queue: int) -> Job | None:
-        """The job this queue's subtree would yield next, or None if the subtree has none."""
+    def _best_job(self, queue: int) -> Job:
+        """The job this queue's subtree would yield next (the subtree holds one)."""
         queues = self.session.snapshot.queues
         if queues[queue].is_leaf:
-            heap = self.heaps.get(queue)
-            return self.session.snapshot.jobs[heap[0][1]] if heap else None
+            return self.session.snapshot.jobs[self.heaps[queue][0][1]]
         child = self._best_child(queue)
-        return None if child is None else self._best_job(child)
+        assert child is not None, "a queue holding a job has a child holding one"
+        return self._best_job(child)
 
     def _pick(self, candidates: list[int]) -> int | None:
-        """The first of the candidates in the session's queue order, each judged with its best job."""
+        """The first of the candidates holding a job in the session's queue order, each judged with its best job."""
         session = self.session
         best: int | None = None
         best_key: tuple[object, ...] = ()
+        held = self.held
         for q in candidates:
-            job = self._best_job(q)
-            if job is None:
+            if not held.get(q):
                 continue
+            job = self._best_job(q)
             key = session.allocation_key(q, job)
             if best is None or key < best_key or (key == best_key and session.queue_order.tie(session, q, best) < 0):
                 best, best_key = q, key
@@ -65,4 +69,6 @@ class JobsByQueue:
             assert child is not None, "a queue with a pending job has a child with one"
             current = child
         _, job_index = heapq.heappop(self.heaps[current])
+        for q in self.session.ancestors(current):
+            self.held[q] -= 1
         return self.session.snapshot.jobs[job_index]
