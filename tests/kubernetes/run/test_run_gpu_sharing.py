@@ -146,6 +146,14 @@ async def test_vllm_pair_shares_one_reserved_device_which_is_freed_when_both_are
         for pod in (a, b):
             assert pod["metadata"]["annotations"]["received-resource-type"] == "Fraction"
 
+        async def told_no_device_settings() -> bool:
+            # no mutating webhook in this test: the pods are bound and told how to get their device settings
+            events = await items(kube, resources.EVENTS, namespace)
+            told = {e["regarding"]["name"] for e in events if e.get("reason") == "GPUSharingEnvMissing"}
+            return told == {a["metadata"]["name"], b["metadata"]["name"]}
+
+        await eventually(told_no_device_settings)
+
         # the queue is charged the pair's fractions, as kai sim charges it for the same pods on the same node
         sim_node = await get(kube, resources.NODES, node)
         sim_node = {
@@ -272,3 +280,66 @@ async def test_restart_mid_way_leaves_no_orphan_and_no_double_reservation(
             by_group = await eventually(settled, timeout=60)
         assert len(by_group) == 2, "two devices, one reservation pod each"
         assert all(node_of(p) == node for p in found.values())
+
+
+CDI_POD = """
+apiVersion: v1
+kind: Pod
+metadata:
+  name: half
+  labels: {kai.scheduler/queue: $queue}
+  annotations: {gpu-fraction: "0.5", runai/shared-gpu-configmap: half-shared-gpu}
+spec:
+  schedulerName: kai-scheduler
+  containers:
+  - name: main
+    image: example.invalid/idle
+    env:  # as the mutating webhook leaves it
+    - name: NVIDIA_VISIBLE_DEVICES
+      valueFrom: {configMapKeyRef: {name: half-shared-gpu-0, key: NVIDIA_VISIBLE_DEVICES}}
+"""
+
+
+async def test_a_device_uuid_late_fails_the_reservation_once_then_the_pod_gets_the_cdi_name(
+    kube: kc.KubeClient,
+    namespace: str,
+    objects: Objects,
+    nodes: NodeFactory,
+    run_kai: RunKai,
+    reservation_namespace: str,
+) -> None:
+    """The device plugin does not answer within --resource-reservation-timeout: the pod is not bound,
+    gets one GPUReservationFailed event, and is scheduled again; once the UUID comes, the pod is bound
+    and, with --gpu-cdi, reads the device's CDI name."""
+    q = (await queues(objects))["q"]
+    node = await nodes(gpus=1, gpu_memory_mib=81920)
+    await objects.create(CDI_POD.replace("$queue", q))
+    flags = (*sharing_flags(reservation_namespace), "--gpu-cdi", "--resource-reservation-timeout", "2")
+    async with device_plugin(kube, reservation_namespace) as plugin:
+        plugin.paused = True  # before kai starts: no UUID for the first reservation pod
+        async with run_kai(*flags):
+
+            async def failures() -> list[dict[str, Any]] | None:
+                found = [
+                    e
+                    for e in await items(kube, resources.EVENTS, namespace)
+                    if e.get("reason") == "GPUReservationFailed" and e["regarding"]["name"] == "half"
+                ]
+                return found or None
+
+            [event] = await eventually(failures, timeout=60)
+            assert event["type"] == "Warning"
+            assert event["note"].startswith("GPU reservation failed: reservation pod ")
+            assert event["note"].endswith(
+                f"on node {node} reported no device UUID (run.ai/reserve_for_gpu_index) within 2s: is the NVIDIA "
+                "device plugin running on the node, and can the reservation image start there?; the pod is scheduled "
+                "again"
+            )
+            assert not node_of(await get(kube, resources.PODS, "half", namespace)), "no binding without the UUID"
+            plugin.paused = False
+            await eventually(lambda: bound_pods(kube, namespace, 1), timeout=60)
+            [reservation] = await reservation_pods(kube, reservation_namespace, node)
+            uuid = reservation["metadata"]["annotations"][UUID_ANNOTATION]
+            configmap = await get(kube, resources.CONFIG_MAPS, "half-shared-gpu-0", namespace)
+            assert configmap["data"]["NVIDIA_VISIBLE_DEVICES"] == f"k8s.device-plugin.nvidia.com/gpu={uuid}"
+            assert await failures() == [event], "the event is not repeated each cycle"
