@@ -12,7 +12,8 @@ Effects, in the order they are planned:
 * `SetPodGroupCondition`: the PodGroup's unschedulable condition, or None to clear it;
 * `MarkPodUnschedulable`: a waiting pod's `PodScheduled=False` reason and message;
 * `SetPodGroupResources` / `SetQueueStatus`: resource figures in KAI's units;
-* `RecordEvent`: an Event on a pod or PodGroup (evictions; a group's reason when it changes).
+* `RecordEvent`: an Event on a pod or PodGroup (evictions; a group's reason when it changes, not
+  when only its numbers do).
 """
 
 from __future__ import annotations
@@ -88,6 +89,12 @@ class Condition:
     @property
     def explained(self) -> tuple[tuple[str, str], ...]:
         return self.reasons or ((self.reason, self.message),)
+
+    @property
+    def dominant(self) -> tuple[str, str]:
+        """The condition's reason and the dominant reason of the explanation behind it: what a Warning
+        event announces when it changes."""
+        return (self.reason, self.explained[0][0])
 
     def _reason(self, reason: str, message: str) -> dict[str, object]:
         entry: dict[str, object] = {"reason": reason, "message": message}
@@ -364,9 +371,13 @@ def _conditions(
             previous_id = current.transition_id if current is not None else -1
             condition = dataclasses.replace(decided, transition_id=previous_id + 1, last_transition=now)
             effects.append(SetPodGroupCondition(podgroup=key, condition=condition))
-            effects.append(
-                RecordEvent(type="Warning", reason=decided.reason, object=f"PodGroup/{key}", message=decided.message)
-            )
+            if current is None or current.dominant != decided.dominant:
+                # an event says a new reason; the same reason in other numbers only updates the condition
+                effects.append(
+                    RecordEvent(
+                        type="Warning", reason=decided.reason, object=f"PodGroup/{key}", message=decided.message
+                    )
+                )
         for pod in waiting.get(key, ()):
             effects.append(MarkPodUnschedulable(pod=pod, reason="Unschedulable", message=decided.message))
     for key in sorted(waiting):

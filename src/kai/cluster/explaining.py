@@ -21,13 +21,15 @@ the condition that starts it (`live_estimates`).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
+from kai.actions.allocate import UNSCHEDULABLE
 from kai.api import podgroup as api_podgroup
 from kai.cluster.grouping import config_for
 from kai.cluster.state import ClusterState
-from kai.core.model import Snapshot
+from kai.core.decisions import CycleResult
+from kai.core.model import Job, Snapshot
 from kai.core.session import SchedulerConfig, Session
 from kai.explain import analysis, engine, model, render
 from kai.explain import queues as queue_views
@@ -121,14 +123,39 @@ def cycle_explanations(
     state: ClusterState, config: SchedulerConfig, snapshot: Snapshot, session: Session
 ) -> dict[str, model.Explanation]:
     """Explanations of the PodGroups that wait after a cycle (by namespace/name), for its conditions."""
-    chosen = engine.cycle_jobs(session)
+    chosen = engine.cycle_jobs(engine.waiting_jobs(session))
     if not chosen:
         return {}
+    return engine.explain_cycle(cycle_context(state, config, snapshot, session, chosen), chosen)
+
+
+def cycle_context(
+    state: ClusterState, config: SchedulerConfig, snapshot: Snapshot, session: Session, chosen: Sequence[Job]
+) -> analysis.Context:
+    """What `engine.explain_cycle` reads for the chosen jobs: the facts of their pods only (a cycle's
+    cost does not grow with every pod of the cluster). Reads the cluster state: an adapter whose state
+    changes under it calls this where it is not changing (kai run: on its event loop)."""
     pods = [(snapshot.tasks[t].key, job.name) for job in chosen for t in job.tasks]
-    ctx = engine.context(
+    return engine.context(
         snapshot=snapshot, config=config, session=session, facts=facts(state, config, pods), thorough=False
     )
-    return engine.explain_cycle(ctx, chosen)
+
+
+def pending_reasons(
+    waiting: Sequence[Job], result: CycleResult, explanations: Mapping[str, model.Explanation]
+) -> dict[str, tuple[str, str]]:
+    """Each PodGroup waiting after a cycle (`engine.waiting_jobs`): its queue and the reason its
+    condition gives, by namespace/name. The explanation's dominant reason where the cycle explained the
+    group (the first `engine.CYCLE_EXPLAINED` in line); else the cycle's own reason (KAI's token, as
+    the condition of a group the cycle did not explain says); else `Unschedulable`."""
+    own = {c.podgroup: c.reason for c in result.conditions}
+    out: dict[str, tuple[str, str]] = {}
+    for job in waiting:
+        explained = explanations.get(job.key)
+        dominant = explained.reason if explained is not None else None
+        reason = dominant.token if dominant is not None else own.get(job.key, UNSCHEDULABLE)
+        out[job.key] = (job.queue_name, reason)
+    return out
 
 
 def _owner(pg: api_podgroup.PodGroup) -> model.ObjectKey | None:

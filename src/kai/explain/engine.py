@@ -7,7 +7,7 @@ simulator simulates forward; a live cluster has no durations to simulate with).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from kai.core.model import Job, Snapshot
 from kai.core.session import SchedulerConfig, Session
@@ -72,15 +72,20 @@ def explain(
     return {job.key: explain_job(ctx, job, budget=budget, first_only=first_only) for job in chosen}
 
 
-def cycle_jobs(session: Session) -> list[Job]:
-    """The waiting jobs a cycle explains: those it would try first (the session's job order)."""
+def waiting_jobs(session: Session) -> list[Job]:
+    """The jobs that wait after a cycle (pods pending or pipelined), in the session's job order."""
     waiting = [
         job
         for job in session.snapshot.jobs
         if session.has_pending(job) or analysis.phase(session, job) == model.PIPELINED
     ]
     waiting.sort(key=session.job_key)
-    return waiting[:CYCLE_EXPLAINED]
+    return waiting
+
+
+def cycle_jobs(waiting: Sequence[Job]) -> list[Job]:
+    """Of the waiting jobs (`waiting_jobs`), those a cycle explains: the ones it would try first."""
+    return list(waiting[:CYCLE_EXPLAINED])
 
 
 def cycle_dry_runs(snapshot: Snapshot) -> int:

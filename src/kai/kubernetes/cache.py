@@ -207,11 +207,17 @@ def read_condition(status: Mapping[str, Any] | None) -> Condition | None:
             when = parse_timestamp(str(item.get("lastTransitionTime")))
         except ValueError:
             when = 0.0
+        reasons = tuple(
+            (str(r.get("reason", "")), str(r.get("message", "")))
+            for r in item.get("reasons") or ()
+            if isinstance(r, Mapping)
+        )
         return Condition(
             reason=str(item.get("reason", "")),
             message=str(item.get("message", "")),
             transition_id=transition,
             last_transition=when,
+            reasons=reasons,
         )
     return None
 
@@ -389,7 +395,10 @@ class ClusterCache:
         self.version += 1
 
     def nominate(self, pod: ObjectKey, node: str, gpu_groups: tuple[str, ...]) -> None:
-        self.nominated[pod] = Nomination(node=node, gpu_groups=gpu_groups)
+        nomination = Nomination(node=node, gpu_groups=gpu_groups)
+        if self.nominated.get(pod) == nomination:
+            return  # a pipelined pod is nominated again every cycle; nothing a cycle reads changed
+        self.nominated[pod] = nomination
         self._forget_state(pod)
         self.version += 1
 

@@ -15,10 +15,15 @@ Metrics (Prometheus, on a per-process registry so several schedulers can live in
 | `kai_pods_bound_total` | counter | | pods bound |
 | `kai_pods_evicted_total` | counter | action | pods evicted, by the action that chose them |
 | `kai_pods_pending` | gauge | | pods of ours waiting for a node |
+| `kai_podgroups_pending` | gauge | queue, reason | PodGroups waiting after the last cycle, by reason (below) |
 | `kai_bind_failures_total` | counter | | bindings that failed for good |
 | `kai_watch_restarts_total` | counter | resource, reason | watches restarted (dropped, closed, 410 relist, ...) |
 | `kai_write_duration_seconds` | histogram | operation | API writes, retries included |
 | `kai_is_leader` | gauge | | 1 while this replica holds the Lease |
+
+`kai_podgroups_pending`'s reason is the one the group's condition gives: `kai explain`'s dominant
+reason (`QueueLabelMissing`, `GangDoesNotFit`, ...) for the groups the cycle explained, the first in
+line; the cycle's own token for the others (`kai.cluster.explaining.pending_reasons`).
 
 Probes: `/healthz` answers 200 while the process works; `/readyz` 200 once every cache has synced
 (`/readyz?verbose` lists the checks, including whether this replica leads or waits for the lease).
@@ -28,7 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from aiohttp import web
@@ -82,11 +87,15 @@ class Metrics:
         self.bound = Counter("kai_pods_bound", "Pods bound", registry=r)
         self.evicted = Counter("kai_pods_evicted", "Pods evicted", ["action"], registry=r)
         self.pending = Gauge("kai_pods_pending", "Pods of this scheduler waiting for a node", registry=r)
+        self.pending_groups = Gauge(
+            "kai_podgroups_pending", "PodGroups waiting, by queue and reason", ["queue", "reason"], registry=r
+        )
         self.bind_failures = Counter("kai_bind_failures", "Bindings that failed for good", registry=r)
         self.watch_restarts = Counter("kai_watch_restarts", "Watches restarted", ["resource", "reason"], registry=r)
         self.writes = Histogram("kai_write_duration_seconds", "API writes, retries included", ["operation"], registry=r)
         self.leader = Gauge("kai_is_leader", "1 while this replica holds the leader Lease", registry=r)
         self._queues: set[str] = set()
+        self._pending_labels: set[tuple[str, str]] = set()
 
     # ----------------------------------------------------------------- hooks
     def watch_restarted(self, resource: ApiResource, reason: RestartReason) -> None:
@@ -111,6 +120,7 @@ class Metrics:
             self.evicted.labels(action=eviction.action).inc()
         ours, _ = scheduler.cache.pod_states()
         self.pending.set(sum(1 for s in ours if s.status == TaskStatus.PENDING))
+        self._pending_groups(report.pending.values())
         seen: set[str] = set()
         for name, figures in report.result.queues.items():
             seen.add(name)
@@ -130,6 +140,17 @@ class Metrics:
                     with contextlib.suppress(KeyError):
                         gauge.remove(gone, resource)
         self._queues = seen
+
+    def _pending_groups(self, pending: Iterable[tuple[str, str]]) -> None:
+        counts: dict[tuple[str, str], int] = {}
+        for queue_reason in pending:
+            counts[queue_reason] = counts.get(queue_reason, 0) + 1
+        for (queue, reason), count in counts.items():
+            self.pending_groups.labels(queue=queue, reason=reason).set(count)
+        for queue, reason in self._pending_labels - counts.keys():
+            with contextlib.suppress(KeyError):
+                self.pending_groups.remove(queue, reason)
+        self._pending_labels = set(counts)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -5,9 +5,11 @@ Each cycle, while this replica leads and every cache has synced:
 2. a snapshot is taken from the cache (`kai.cluster.state.cycle_snapshot`), with the planner's
    view of the same moment;
 3. the cycle runs, off the event loop so watches keep flowing (`kai.scheduler.cycle.run_cycle`);
-4. the effects are planned (`kai.cluster.effects.plan`) and handed to the applier, which records
+4. the waiting jobs it would try first are explained (`kai.explain`, the engine `kai explain` and
+   `kai sim` use), so their PodGroup conditions, pod messages and events say the same words;
+5. the effects are planned (`kai.cluster.effects.plan`) and handed to the applier, which records
    them in the cache at once and sends them through the writer's workers;
-5. the reservation pods of shared GPUs are brought in step with the devices in use
+6. the reservation pods of shared GPUs are brought in step with the devices in use
    (`kai.kubernetes.reservations`); a fractional pod's bind waits for its device's UUID
    (`kai.kubernetes.shared_binds`).
 The decisions are the ones `kai sim` makes for the same objects: same snapshot builder, same
@@ -25,14 +27,16 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kai.cluster import effects as fx
-from kai.cluster import gpu_sharing
+from kai.cluster import explaining, gpu_sharing
 from kai.cluster.state import cycle_snapshot
 from kai.core.decisions import CycleResult
-from kai.core.session import SchedulerConfig
+from kai.core.model import Job, Snapshot
+from kai.core.session import SchedulerConfig, Session
+from kai.explain import engine, model
 from kai.kubernetes import resources
 from kai.kubernetes.apply import EffectApplier
 from kai.kubernetes.cache import ClusterCache
@@ -96,6 +100,8 @@ class CycleReport:
     result: CycleResult
     effects: tuple[fx.Effect, ...]
     skipped: bool = False  # nothing changed since a settled cycle: its result stands
+    # every PodGroup waiting after the cycle: (queue, the reason its condition gives), by namespace/name
+    pending: Mapping[str, tuple[str, str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -118,6 +124,8 @@ class Scheduler:
     _changed: asyncio.Event = field(default_factory=asyncio.Event, init=False)
     # a settled cycle: the cache version it saw, its result, the shared devices in use then
     _settled: tuple[int, CycleResult, gpu_sharing.DeviceUse] | None = field(default=None, init=False)
+    # the last cycle's explanations: cache version, the jobs explained, their explanations
+    _explained: tuple[int, tuple[str, ...], dict[str, model.Explanation]] | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         self.cache = ClusterCache(scheduler_name=self.scheduler_name)
@@ -211,12 +219,13 @@ class Scheduler:
             run()
             action_seconds[name] = action_seconds.get(name, 0.0) + time.perf_counter() - began
 
-        def decide() -> tuple[CycleResult, bool]:
+        def decide() -> tuple[Session, CycleResult, bool, list[Job]]:
             session = run_actions(built.snapshot, self.config, run_action=timed)
-            return close_session(session), settled(session)
+            return session, close_session(session), settled(session), engine.waiting_jobs(session)
 
-        result, is_settled = await asyncio.to_thread(decide)
-        planned = fx.plan(result, view, now=now)
+        session, result, is_settled, waiting = await asyncio.to_thread(decide)
+        explanations = await self._explain(version, built.snapshot, session, waiting)
+        planned = fx.plan(result, view, now=now, explanations=explanations)
         self.applier.apply(planned, now=now)
         binding = [(e.node, e.gpu_groups) for e in planned if isinstance(e, fx.Bind) and e.gpu_groups]
         use = gpu_sharing.device_use(ours, binding, nodes=self.cache.nodes)
@@ -229,8 +238,39 @@ class Scheduler:
             action_seconds=action_seconds,
             result=result,
             effects=planned,
+            pending=explaining.pending_reasons(waiting, result, explanations),
         )
         self.last_report = report
         for callback in self.on_cycle:
             callback(report)
         return report
+
+    async def _explain(
+        self, version: int, snapshot: Snapshot, session: Session, waiting: Sequence[Job]
+    ) -> dict[str, model.Explanation]:
+        """The explanations the cycle's conditions, pod messages and events give (`kai.explain`).
+
+        The waiting jobs the cycle would try first are explained (`engine.cycle_jobs`), their facts read
+        here on the event loop (the cache does not change under it), the dry cycles that verify fixes
+        run off it. A cycle on the same cache version as the last explained one, with the same jobs in
+        line, reuses its explanations: the same objects give the same reasons and fixes, and a cluster
+        where something waits for good cycles every period without paying for them again. A reason that
+        ends with time (a preemption delay) is worked out again every cycle.
+        """
+        chosen = engine.cycle_jobs(waiting)
+        if not chosen:
+            self._explained = None
+            return {}
+        keys = tuple(job.key for job in chosen)
+        last = self._explained
+        if last is not None and last[:2] == (version, keys) and not _timed(last[2].values()):
+            return last[2]
+        ctx = explaining.cycle_context(self.cache, self.config, snapshot, session, chosen)
+        explanations = await asyncio.to_thread(engine.explain_cycle, ctx, chosen)
+        self._explained = (version, keys, explanations)
+        return explanations
+
+
+def _timed(explanations: Iterable[model.Explanation]) -> bool:
+    """Whether an explanation holds a reason that ends with the clock rather than a change."""
+    return any(r.token == model.PREEMPTION_DELAY_NOT_ELAPSED for e in explanations for r in e.reasons)
