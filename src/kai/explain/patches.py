@@ -143,10 +143,17 @@ class _Editor:
         return tuple(out)
 
 
+def _section(obj: Raw, key: str) -> Raw:
+    """`obj[key]` as an object to edit, made empty where it is missing or null (`labels: null` reads
+    as no labels, as the API server stores it)."""
+    found = obj.get(key)
+    if not isinstance(found, dict):
+        found = obj[key] = {}
+    return found
+
+
 def _labels(obj: Raw) -> Raw:
-    meta = obj.setdefault("metadata", {})
-    labels: Raw = meta.setdefault("labels", {}) if isinstance(meta, dict) else {}
-    return labels
+    return _section(_section(obj, "metadata"), "labels")
 
 
 def _job_object(editor: _Editor, snapshot: Snapshot, job_index: int) -> tuple[Raw | None, bool]:
@@ -171,8 +178,7 @@ def _apply(editor: _Editor, snapshot: Snapshot, change: changes.Change) -> bool:
         )
         if queue is None:
             return False
-        resources = queue.setdefault("spec", {}).setdefault("resources", {})
-        section = resources.setdefault(("gpu", "cpu", "memory")[change.resource], {})
+        section = _section(_section(_section(queue, "spec"), "resources"), ("gpu", "cpu", "memory")[change.resource])
         value = change.crd_amount
         section[change.field] = int(value) if float(value).is_integer() else value
         return True
@@ -183,13 +189,13 @@ def _apply(editor: _Editor, snapshot: Snapshot, change: changes.Change) -> bool:
         return False
     if isinstance(change, changes.SetQueue):
         if is_podgroup:
-            obj.setdefault("spec", {})["queue"] = change.queue
+            _section(obj, "spec")["queue"] = change.queue
         else:
             _labels(obj)[facts.queue_label_key] = change.queue
         return True
     if isinstance(change, changes.SetPriorityClass):
         if is_podgroup:
-            obj.setdefault("spec", {})["priorityClassName"] = change.name
+            _section(obj, "spec")["priorityClassName"] = change.name
         elif RAY_PRIORITY_LABEL in _labels(obj):
             _labels(obj)[RAY_PRIORITY_LABEL] = change.name
         else:
@@ -197,14 +203,14 @@ def _apply(editor: _Editor, snapshot: Snapshot, change: changes.Change) -> bool:
         return True
     if isinstance(change, changes.SetPreemptible):
         if is_podgroup:
-            obj.setdefault("spec", {})["preemptibility"] = "preemptible"
+            _section(obj, "spec")["preemptibility"] = "preemptible"
         else:
             _labels(obj)[PREEMPTIBILITY_LABEL] = "preemptible"
         return True
     if isinstance(change, changes.SetMinMember):
         if not is_podgroup:
             return False
-        obj.setdefault("spec", {})["minMember"] = change.min_member
+        _section(obj, "spec")["minMember"] = change.min_member
         return True
     return False
 
