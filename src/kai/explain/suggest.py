@@ -114,8 +114,9 @@ def _candidates(ctx: analysis.Context, job: Job, reasons: list[model.Reason]) ->
             yield from _shrink(ctx, job, reason)
             if not job.preemptible:
                 yield from _preemptible(ctx, job, "so consolidation and reclaim may make room for it")
+            yield from _higher_priority(ctx, job, "to preempt lower-priority jobs of its queue")
         elif token == model.QUEUED_BEHIND:
-            yield from _higher_priority(ctx, job)
+            yield from _higher_priority(ctx, job, "to be tried earlier in its queue")
 
 
 def _subgroups(reason: model.Reason) -> list[dict[str, int]]:
@@ -174,7 +175,7 @@ def _preemptible(ctx: analysis.Context, job: Job, why: str) -> Iterator[Candidat
         )
 
 
-def _higher_priority(ctx: analysis.Context, job: Job) -> Iterator[Candidate]:
+def _higher_priority(ctx: analysis.Context, job: Job, why: str) -> Iterator[Candidate]:
     """A higher priority class that keeps the job's preemptibility, the closest first."""
     explicit = _preemptibility_set(ctx, job)
     classes = [
@@ -191,7 +192,7 @@ def _higher_priority(ctx: analysis.Context, job: Job) -> Iterator[Candidate]:
                 value=pc.value,
                 preemptible=job.preemptible,
                 preempts=pc.preempts,
-                why="to be tried earlier in its queue",
+                why=why,
             ),
         )
 

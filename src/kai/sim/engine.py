@@ -329,7 +329,8 @@ class Simulation:
         self._collect_garbage(workload.meta.uid, f"{workload.kind} {workload.name}")
 
     def _collect_garbage(self, uid: str, owner: str) -> None:
-        """Delete every pod and workload that names the deleted `owner` (by `uid`) among its owners."""
+        """Delete every pod, workload and PodGroup that names the deleted `owner` (by `uid`) among its
+        owners (the pod grouper's PodGroup goes with its top owner: a bare pod's with the pod)."""
 
         def owned(raw: Mapping[str, Any]) -> bool:
             refs = (raw.get("metadata") or {}).get("ownerReferences") or []
@@ -341,6 +342,11 @@ class Simulation:
         for other in sorted(self.workloads):
             if other in self.workloads and owned(self.workloads[other].raw):
                 self.delete_workload(other)
+        for key in sorted(self.podgroups):
+            group = self.podgroups[key]
+            if uid and uid in (group.owner_uid, *(ref.uid for ref in group.podgroup.meta.owner_references)):
+                del self.podgroups[key]
+                self.raw_objects.pop((key[0], "scheduling.run.ai", "PodGroup", key[1]), None)
 
     def set_workload_status(self, key: tuple[str, str, str], status: Mapping[str, Any]) -> None:
         workload = self.workloads[key]

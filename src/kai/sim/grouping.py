@@ -42,7 +42,9 @@ def group_new_pods(sim: Simulation) -> None:
             sim.record_event("Warning", warning.reason, f"Pod/{key}", warning.message)
         pg = outcome.podgroup
         if (pg.meta.namespace, pg.name) not in sim.podgroups:
-            sim.podgroups[(pg.meta.namespace, pg.name)] = SimPodGroup(podgroup=pg, derived=True)
+            sim.podgroups[(pg.meta.namespace, pg.name)] = SimPodGroup(
+                podgroup=pg, derived=True, owner_uid=outcome.owner.uid
+            )
         pod.podgroup = pg.name
         pod.annotations[api_pod.POD_GROUP_ANNOTATION] = pg.name
         if outcome.subgroup:

@@ -62,3 +62,4 @@ class SimPodGroup:
     last_start: float | None = None
     stale_since: float | None = None
     derived: bool = False  # made by the pod grouper rather than applied by the user
+    owner_uid: str = ""  # the pod grouper's: its top owner, with which garbage collection deletes it

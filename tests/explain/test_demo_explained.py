@@ -1,0 +1,54 @@
+"""Every workload left waiting in `kai demo`'s scenes (the seeds' walkthroughs) is explained: one
+dominant reason, a fix that was verified (applied to the scene, it makes the workload run), its place
+in its queue and its estimated start, in the same words in `kai explain`, the podgroups table, the
+PodGroup's condition, its pods' messages and its last Warning event."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import shutil
+from typing import Any
+
+import pytest
+
+from kai.cli.demo import load_scenes
+from tests.explain.explain_check import explain, kai, runs_after, sim_words
+
+SCENES = pathlib.Path(__file__).parents[2] / "src" / "kai" / "cli" / "scenes"
+FLAGS = ["--until-idle"]  # every scene is played to its end
+RUNNING = ("Running", "Succeeded")
+
+
+def _waiting() -> list[tuple[str, str]]:
+    found = []
+    for scene in load_scenes():
+        assert "--until-idle" in scene.command.split(), scene.command
+        out = json.loads(kai(["sim", "-f", str(SCENES / scene.file), *FLAGS, "-o", "json"]))
+        found += [(scene.file, f"{g['namespace']}/{g['name']}") for g in out["podGroups"] if g["phase"] not in RUNNING]
+    return found
+
+
+WAITING = _waiting()
+
+
+def test_the_demo_leaves_workloads_waiting() -> None:
+    assert {scene for scene, _ in WAITING} == {"02-gang-waits.yaml", "03-fair-share.yaml", "06-ray.yaml"}
+
+
+@pytest.mark.parametrize(("scene", "podgroup"), WAITING, ids=[f"{s}:{g.split('/')[1][:24]}" for s, g in WAITING])
+def test_a_waiting_workload_is_explained_with_a_verified_fix(scene: str, podgroup: str, tmp_path: pathlib.Path) -> None:
+    case = tmp_path / "scene"
+    case.mkdir()
+    shutil.copy(SCENES / scene, case / "manifests.yaml")
+    doc: dict[str, Any] = json.loads(explain(case, ["podgroup", podgroup], FLAGS, "json"))
+    assert doc["phase"] == "Pending" and doc["reason"], doc
+    assert doc["position"] is not None and doc["position"]["inQueue"] >= 1
+    assert doc["estimate"], "the simulator says when it starts, or why it cannot tell"
+    assert doc["suggestions"], f"{doc['workload']} waits with no verified fix: {doc['message']}"
+    assert runs_after(case, doc, doc["suggestions"][0], FLAGS, tmp_path)
+
+    message = doc["message"]
+    assert set(sim_words(case, doc, FLAGS)) == {message}
+    table = kai(["sim", "-f", str(case / "manifests.yaml"), *FLAGS, "--show", "podgroups"])
+    assert " ".join(message.split()) in " ".join(table.split())
