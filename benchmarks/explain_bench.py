@@ -8,6 +8,7 @@ cycle, this measures:
 * what `kai sim` (and `kai run`) add to each cycle for its conditions (`engine.explain_cycle`: the 16
   waiting jobs the cycle would try first, with a first verified fix while the cycle's dry runs last:
   at most 16, fewer on big clusters, `engine.cycle_dry_runs`);
+* the same without dry runs: what `kai run` adds to a busy cycle (one that binds or evicts);
 * one `kai explain podgroup` of the first waiting job with its full budget of dry cycles.
 
 Each dry cycle is a full cycle on a changed copy of the snapshot, so a verified suggestion costs
@@ -95,6 +96,11 @@ def measure(*, nodes: int, pods: int) -> dict[str, float]:
     per_cycle = time.process_time() - t
     verified = sum(1 for e in explained.values() if e.suggestions)
 
+    ctx = engine.context(snapshot=built.snapshot, config=config, session=session, facts=_facts(cluster), thorough=False)
+    t = time.process_time()
+    engine.explain_cycle(ctx, engine.cycle_jobs(engine.waiting_jobs(session)), dry_runs=0)
+    busy_cycle = time.process_time() - t
+
     ctx = engine.context(snapshot=built.snapshot, config=config, session=session, facts=_facts(cluster))
     t = time.process_time()
     first = engine.explain_job(ctx, waiting[0], budget=engine.DRY_RUNS_PER_JOB) if waiting else None
@@ -107,6 +113,7 @@ def measure(*, nodes: int, pods: int) -> dict[str, float]:
         "cycle": cycle,
         "reasons": reasons,
         "per_cycle": per_cycle,
+        "busy_cycle": busy_cycle,
         "verified": verified,
         "dry_runs": engine.cycle_dry_runs(built.snapshot),
         "one": one,

@@ -375,7 +375,9 @@ def target_9(sizes: Sizes) -> list[Figure]:
                 f"changed), {nodes:,} nodes, {pods:,} pending pods, {int(row['waiting']):,} jobs waiting",
                 figure=f"{row['per_cycle']:.2f} s CPU ({int(row['dry_runs'])} dry runs, {int(row['verified'])} fixes)",
                 goal="(reported)",
-                anchor=f"{row['per_cycle'] / max(row['cycle'], 1e-9):.2f}x the cycle ({row['cycle']:.2f} s CPU)",
+                anchor=f"{row['per_cycle'] / max(row['cycle'], 1e-9):.2f}x the cycle ({row['cycle']:.2f} s CPU); "
+                f"without dry runs (kai run's busy cycle) {row['busy_cycle']:.2f} s, "
+                f"{row['busy_cycle'] / max(row['cycle'], 1e-9):.2f}x",
             )
         )
     return rows

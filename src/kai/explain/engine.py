@@ -46,7 +46,7 @@ def explain_job(
     waits = session.has_pending(job) or state == model.PIPELINED
     reasons = analysis.job_reasons(ctx, job) if waits else []
     found: tuple[model.Suggestion, ...] = ()
-    if reasons and state == model.PENDING and budget > 0:
+    if reasons and state == model.PENDING and budget > 0 and (shared is None or shared.left > 0):
         found = suggest.suggestions(ctx, job, reasons, budget=budget, first_only=first_only, shared=shared)
     return model.Explanation(
         namespace=job.namespace,
@@ -93,9 +93,12 @@ def cycle_dry_runs(snapshot: Snapshot) -> int:
     return min(CYCLE_EXPLAINED, CYCLE_DRY_RUN_PODS // max(1, len(snapshot.tasks)))
 
 
-def explain_cycle(ctx: analysis.Context, jobs: Iterable[Job]) -> dict[str, model.Explanation]:
-    """What a cycle's conditions say of its waiting jobs: reasons, and a first fix while dry runs last."""
-    shared = suggest.DryRuns(cycle_dry_runs(ctx.snapshot))
+def explain_cycle(
+    ctx: analysis.Context, jobs: Iterable[Job], *, dry_runs: int | None = None
+) -> dict[str, model.Explanation]:
+    """What a cycle's conditions say of its waiting jobs: reasons, and a first fix while dry runs last
+    (`cycle_dry_runs` of them unless `dry_runs` says how many)."""
+    shared = suggest.DryRuns(cycle_dry_runs(ctx.snapshot) if dry_runs is None else dry_runs)
     out = {}
     for job in jobs:
         explanation = explain_job(

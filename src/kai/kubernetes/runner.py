@@ -124,8 +124,8 @@ class Scheduler:
     _changed: asyncio.Event = field(default_factory=asyncio.Event, init=False)
     # a settled cycle: the cache version it saw, its result, the shared devices in use then
     _settled: tuple[int, CycleResult, gpu_sharing.DeviceUse] | None = field(default=None, init=False)
-    # the last cycle's explanations: cache version, the jobs explained, their explanations
-    _explained: tuple[int, tuple[str, ...], dict[str, model.Explanation]] | None = field(default=None, init=False)
+    # the last cycle's explanations: cache version, the jobs explained, whether fixes were sought, them
+    _explained: tuple[int, tuple[str, ...], bool, dict[str, model.Explanation]] | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         self.cache = ClusterCache(scheduler_name=self.scheduler_name)
@@ -224,7 +224,8 @@ class Scheduler:
             return session, close_session(session), settled(session), engine.waiting_jobs(session)
 
         session, result, is_settled, waiting = await asyncio.to_thread(decide)
-        explanations = await self._explain(version, built.snapshot, session, waiting)
+        busy = bool(result.placements or result.evictions)
+        explanations = await self._explain(version, built.snapshot, session, waiting, busy=busy)
         planned = fx.plan(result, view, now=now, explanations=explanations)
         self.applier.apply(planned, now=now)
         binding = [(e.node, e.gpu_groups) for e in planned if isinstance(e, fx.Bind) and e.gpu_groups]
@@ -246,16 +247,20 @@ class Scheduler:
         return report
 
     async def _explain(
-        self, version: int, snapshot: Snapshot, session: Session, waiting: Sequence[Job]
+        self, version: int, snapshot: Snapshot, session: Session, waiting: Sequence[Job], *, busy: bool
     ) -> dict[str, model.Explanation]:
         """The explanations the cycle's conditions, pod messages and events give (`kai.explain`).
 
         The waiting jobs the cycle would try first are explained (`engine.cycle_jobs`), their facts read
         here on the event loop (the cache does not change under it), the dry cycles that verify fixes
-        run off it. A cycle on the same cache version as the last explained one, with the same jobs in
-        line, reuses its explanations: the same objects give the same reasons and fixes, and a cluster
-        where something waits for good cycles every period without paying for them again. A reason that
-        ends with time (a preemption delay) is worked out again every cycle.
+        run off it. What it costs is bounded two ways:
+        * a `busy` cycle (it bound or evicted pods: a backlog being worked through) gives reasons
+          without fixes: the cluster it explains is gone by the next cycle, and dry cycles would
+          multiply the cost of every cycle of the backlog; fixes come with the first cycle at rest;
+        * a cycle on the same cache version as the last explained one, with the same jobs in line,
+          reuses its explanations (the same objects give the same reasons and fixes), so a cluster
+          where something waits for good cycles every period without paying for them again. A reason
+          that ends with time (a preemption delay) is worked out again every cycle.
         """
         chosen = engine.cycle_jobs(waiting)
         if not chosen:
@@ -263,11 +268,12 @@ class Scheduler:
             return {}
         keys = tuple(job.key for job in chosen)
         last = self._explained
-        if last is not None and last[:2] == (version, keys) and not _timed(last[2].values()):
-            return last[2]
+        if last is not None and last[:2] == (version, keys) and (last[2] or busy) and not _timed(last[3].values()):
+            return last[3]
         ctx = explaining.cycle_context(self.cache, self.config, snapshot, session, chosen)
-        explanations = await asyncio.to_thread(engine.explain_cycle, ctx, chosen)
-        self._explained = (version, keys, explanations)
+        dry_runs = 0 if busy else None
+        explanations = await asyncio.to_thread(engine.explain_cycle, ctx, chosen, dry_runs=dry_runs)
+        self._explained = (version, keys, not busy, explanations)
         return explanations
 
 
