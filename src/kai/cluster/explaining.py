@@ -71,11 +71,15 @@ def facts(
     state: ClusterState, config: SchedulerConfig, pods: Iterable[tuple[str, str | None]] | None = None
 ) -> model.Facts:
     """The facts of the cluster state as it is now, for the given pods: (namespace/name, PodGroup name or
-    None) pairs, by default every pod of ours."""
+    None) pairs, and their PodGroups; by default every pod of ours and every PodGroup."""
     grouper_config = config_for(config.queue_label_key, state.priority_class_objects())
+    groups: set[str] | None = None  # the PodGroups whose facts are wanted; None: all
     if pods is None:
         ours, _ = state.pod_states()
         pods = [(p.pod.key, p.podgroup) for p in ours]
+    else:
+        pods = list(pods)
+        groups = {f"{key.split('/', 1)[0]}/{podgroup}" for key, podgroup in pods if podgroup is not None}
     pod_owners: dict[str, model.ObjectKey] = {}
     missing_label: dict[str, bool] = {}  # PodGroup namespace/name -> a pod says the label is missing
     for key, podgroup in pods:
@@ -94,6 +98,8 @@ def facts(
     workloads: dict[str, model.WorkloadFacts] = {}
     for pg in state.podgroup_objects():
         key = f"{pg.meta.namespace}/{pg.name}"
+        if groups is not None and key not in groups:
+            continue
         derived = api_podgroup.TOP_OWNER_METADATA_ANNOTATION in pg.meta.annotations
         workloads[key] = model.WorkloadFacts(
             owner=_owner(pg) if derived else None,
