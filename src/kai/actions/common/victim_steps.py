@@ -36,7 +36,6 @@ import numpy.typing as npt
 
 from kai.actions.common.victims import PlanStep, VictimPool, VictimUnit
 from kai.core.model import BoolVector, Job
-from kai.core.resources import GPU
 from kai.core.session import Session
 
 FIRST_BLOCK = 32
@@ -195,18 +194,19 @@ class QueueSteps:
         self._changed()
 
     def _add(self, added: list[tuple[tuple[object, ...], PlanStep, Job]]) -> None:
-        session = self.pool.session
         at = [bisect.bisect_left(self.keys, key) for key, _, _ in added]  # in the arrays as they are
         starts = self.row_start
         units = np.empty(len(added), dtype=object)
-        nrows, row_at, nodes, frees = [], [], [], []
+        nrows: list[int] = []
+        row_at: list[int] = []
+        nodes: list[int] = []
+        frees: list[npt.NDArray[np.float64]] = []
         for k, (_, step, _) in enumerate(added):
             units[k] = step.unit
-            step_nodes, step_frees = _frees(session, step.unit)
-            nrows.append(len(step_nodes))
-            row_at += [int(starts[at[k]])] * len(step_nodes)
-            nodes += step_nodes
-            frees.append(step_frees)
+            nrows.append(len(step.nodes))
+            row_at += [int(starts[at[k]])] * len(step.nodes)
+            nodes += step.nodes
+            frees.append(step.frees)
         self.units = np.insert(self.units, at, units)
         self.holds = np.insert(self.holds, at, [step.holds for _, step, _ in added], axis=0)
         self.nrows = np.insert(self.nrows, at, nrows)
@@ -241,20 +241,6 @@ class QueueSteps:
         a, b = int(starts[lo]), int(starts[hi])
         step = np.repeat(np.arange(hi - lo, dtype=np.int64), self.nrows[lo:hi])
         return step, self.row_node[a:b], self.row_frees[a:b]
-
-
-def _frees(session: Session, unit: VictimUnit) -> tuple[list[int], npt.NDArray[np.float64]]:
-    """The nodes a unit's pods run on and what it frees on each: its pods' requests, and for shared-GPU
-    pods their devices (an upper bound: a device comes free only once every holder leaves)."""
-    nodes = sorted({int(session.node[t]) for t in unit.tasks})
-    frees = np.zeros((len(nodes), session.snapshot.resources.size))
-    for t in unit.tasks:
-        task = session.task(t)
-        row = nodes.index(int(session.node[t]))
-        frees[row] += task.request
-        if task.is_shared_gpu:
-            frees[row, GPU] += float(max(1, task.gpu_devices))
-    return nodes, frees
 
 
 class OrderedVictims:

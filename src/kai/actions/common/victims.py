@@ -12,6 +12,7 @@ re-queues it.
 from __future__ import annotations
 
 import heapq
+import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -19,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kai.core.model import Job, Task, TaskStatus
-from kai.core.resources import QUEUE_RESOURCE_NAMES
+from kai.core.resources import GPU, QUEUE_RESOURCE_NAMES
 from kai.core.session import NOTHING, Session
 
 ROOT = -1  # the parent of the top queues in the victim order's tree
@@ -81,6 +82,17 @@ def _bucket(job: Job, alive_total: int) -> int:
     return 1 if alive_total == job.min_member else 2
 
 
+_PLANS: weakref.WeakKeyDictionary[Session, dict[int, tuple[bytes, tuple[PlanStep, ...]]]] = weakref.WeakKeyDictionary()
+
+
+def _plans_of(session: Session) -> dict[int, tuple[bytes, tuple[PlanStep, ...]]]:
+    """The session's victim plans, per job, with the state of its pods they were made in."""
+    plans = _PLANS.get(session)
+    if plans is None:
+        plans = _PLANS[session] = {}
+    return plans
+
+
 class VictimPool:
     """The candidate victims of one action, per queue, sorted once in victim order.
 
@@ -100,7 +112,7 @@ class VictimPool:
         for entries in self.by_queue.values():
             entries.sort(key=lambda e: e[0])
 
-        self._plans: dict[int, tuple[bytes, tuple[PlanStep, ...]]] = {}
+        self._plans = _plans_of(session)
 
     @property
     def queues(self) -> list[int]:
@@ -109,8 +121,9 @@ class VictimPool:
     def plan(self, job: Job) -> tuple[PlanStep, ...]:
         """The job's victim plan in the current state (empty if it is no candidate).
 
-        A plan depends only on the states of the job's pods, so it is cached by them: a job whose
-        evictions were rolled back gets the same plan (the same object) again."""
+        A plan depends only on the states of the job's pods, so it is cached by them for the whole
+        session (every action's pool reads the same cache): a job whose evictions were rolled back
+        gets the same plan (the same object) again."""
         state = self.session.status[self.session.job_order_tasks[job.index]].tobytes()
         cached = self._plans.get(job.index)
         if cached is not None and cached[0] == state:
@@ -143,11 +156,35 @@ class VictimPool:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class PlanStep:
-    """One unit of a job's victim plan, what the job holds when it is taken, and its re-rank key after."""
+    """One unit of a job's victim plan, what the job holds when it is taken, and its re-rank key after;
+    the nodes its pods run on and what it frees on each (`frees`)."""
 
     unit: VictimUnit
     holds: tuple[float, float, float]
     requeue: tuple[int, int, float, int] | None  # None: nothing of the job is left after this unit
+    nodes: tuple[int, ...]
+    frees: npt.NDArray[np.float64]  # [nodes, R]
+
+
+def frees(session: Session, unit: VictimUnit) -> tuple[list[int], npt.NDArray[np.float64]]:
+    """The nodes a unit's pods run on and what it frees on each: its pods' requests, and for shared-GPU
+    pods their devices (an upper bound: a device comes free only once every holder leaves)."""
+    nodes = sorted({int(session.node[t]) for t in unit.tasks})
+    out = np.zeros((len(nodes), session.snapshot.resources.size))
+    for t in unit.tasks:
+        task = session.task(t)
+        row = nodes.index(int(session.node[t]))
+        out[row] += task.request
+        if task.is_shared_gpu:
+            out[row, GPU] += float(max(1, task.gpu_devices))
+    return nodes, out
+
+
+def _step(
+    session: Session, unit: VictimUnit, holds: tuple[float, float, float], requeue: tuple[int, int, float, int] | None
+) -> PlanStep:
+    nodes, freed = frees(session, unit)
+    return PlanStep(unit=unit, holds=holds, requeue=requeue, nodes=tuple(nodes), frees=freed)
 
 
 def _plan(session: Session, job: Job) -> tuple[PlanStep, ...]:
@@ -161,14 +198,12 @@ def _plan(session: Session, job: Job) -> tuple[PlanStep, ...]:
         holds = (float(held[0]), float(held[1]), float(held[2]))
         surplus = _surplus_task(session, job, running, alive)
         if surplus is None:
-            steps.append(
-                PlanStep(unit=VictimUnit(job=job.index, tasks=tuple(running), whole=True), holds=holds, requeue=None)
-            )
+            steps.append(_step(session, VictimUnit(job=job.index, tasks=tuple(running), whole=True), holds, None))
             break
         running.remove(surplus)
         alive[session.snapshot.tasks[surplus].podset] -= 1
         key = (job.priority, _bucket(job, int(alive.sum())), -job.creation, -job.index) if running else None
-        steps.append(PlanStep(unit=VictimUnit(job=job.index, tasks=(surplus,), whole=False), holds=holds, requeue=key))
+        steps.append(_step(session, VictimUnit(job=job.index, tasks=(surplus,), whole=False), holds, key))
     return tuple(steps)
 
 
