@@ -11,6 +11,8 @@ a gang that cannot run. A job that recovers loses the mark. A PodGroup's own
 
 from __future__ import annotations
 
+import numpy as np
+
 from kai.core.decisions import StaleMark
 from kai.core.model import Job, TaskStatus
 from kai.core.session import Session
@@ -19,11 +21,9 @@ from kai.core.statement import Statement
 
 def is_stale(session: Session, job: Job) -> bool:
     """Active, nothing succeeded, and the gang rule (flat minimums or the subgroup tree) is not met."""
-    if session.alive_count(job) == 0:
+    if session.alive_count(job) == 0 or session.gang_satisfied(job):
         return False
-    if any(session.status[t] == TaskStatus.SUCCEEDED for t in job.tasks):
-        return False
-    return not session.gang_satisfied(job)
+    return not bool(np.any(session.status[session.job_order_tasks[job.index]] == TaskStatus.SUCCEEDED))
 
 
 def _seconds(value: float) -> str:

@@ -419,6 +419,7 @@ class OrderedVictims:
         ]
         cut = [0] * count  # per queue, the steps behind the walk
         joined = np.zeros(reachable.size, dtype=np.bool_)
+        on_joined = [np.zeros(0, dtype=np.int64)] * count  # per queue, the steps on joined nodes
         size = FIRST_BLOCK
         while True:
             queue_of, index = self.merge([self._candidates(q, sources[q], cut[q], size) for q in range(count)], size)
@@ -436,15 +437,16 @@ class OrderedVictims:
             fresh = np.flatnonzero(ready)
             if fresh.size:
                 behind = [self.queues[q].steps_on(fresh) for q in range(count)]
-                old_q, old_i = self.merge([b[: int(np.searchsorted(b, cut[q]))] for q, b in enumerate(behind)])
                 joined[fresh] = True
-                if old_i.size:
-                    yield True, self.block(old_q, old_i, ready)
-            nodes = np.flatnonzero(joined)
-            picks = []
-            for q in range(count):
-                on = self.queues[q].steps_on(nodes)
-                picks.append(on[int(np.searchsorted(on, cut[q])) : int(np.searchsorted(on, frontier[q]))])
+                if any(cut):
+                    old_q, old_i = self.merge([b[: int(np.searchsorted(b, cut[q]))] for q, b in enumerate(behind)])
+                    if old_i.size:
+                        yield True, self.block(old_q, old_i, ready)
+                on_joined = [np.union1d(a, b) if a.size else b for a, b in zip(on_joined, behind, strict=True)]
+            picks = [
+                on[int(np.searchsorted(on, cut[q])) : int(np.searchsorted(on, frontier[q]))]
+                for q, on in enumerate(on_joined)
+            ]
             new_q, new_i = self.merge(picks)
             if new_i.size:
                 yield False, self.block(new_q, new_i, joined)

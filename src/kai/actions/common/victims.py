@@ -169,6 +169,12 @@ class PlanStep:
 def frees(session: Session, unit: VictimUnit) -> tuple[list[int], npt.NDArray[np.float64]]:
     """The nodes a unit's pods run on and what it frees on each: its pods' requests, and for shared-GPU
     pods their devices (an upper bound: a device comes free only once every holder leaves)."""
+    if len(unit.tasks) == 1:
+        task = session.task(unit.tasks[0])
+        out = task.request[None, :].astype(np.float64)
+        if task.is_shared_gpu:
+            out[0, GPU] += float(max(1, task.gpu_devices))
+        return [int(session.node[task.index])], out
     nodes = sorted({int(session.node[t]) for t in unit.tasks})
     out = np.zeros((len(nodes), session.snapshot.resources.size))
     for t in unit.tasks:
