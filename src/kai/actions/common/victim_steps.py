@@ -123,8 +123,9 @@ class QueueSteps:
         """The steps (ascending) that free some amount of one of these resources on some node."""
         known = self._derived.get(resources)
         if known is None:
-            rows = np.flatnonzero(np.any(self.row_frees[:, list(resources)] > 0.0, axis=1))
-            known = self._derived[resources] = np.unique(self.row_step[rows])
+            steps = self.row_step[np.any(self.row_frees[:, list(resources)] > 0.0, axis=1)]
+            # rows come step by step: the first row of each run names a step
+            known = self._derived[resources] = steps[np.r_[True, steps[1:] != steps[:-1]]] if steps.size else steps
         return known
 
     def steps_on(self, nodes: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
