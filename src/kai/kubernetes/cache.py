@@ -242,6 +242,10 @@ class ClusterCache:
         self.assumed_podgroups: dict[ObjectKey, PodGroup] = {}  # created by the pod grouper, not yet seen
         self.assumed_members: dict[ObjectKey, tuple[str, str | None]] = {}  # pod -> (PodGroup, subgroup)
         self.ungrouped: set[ObjectKey] = set()  # pending pods of ours naming no PodGroup (the pod grouper's work)
+        # bumped when a pod of ours starts waiting for a node: what gives a cluster with nothing
+        # waiting something to decide (the scheduling loop cycles early for it)
+        self.arrivals = 0
+        self._awaited_podgroups: set[ObjectKey] = set()  # named by pods of ours that arrived before them
         # bumped whenever what a cycle reads changes (a PodGroup's clock annotations aside, which only a
         # cycle that is not settled reads, and such a cycle runs anyway), so callers can tell whether
         # anything happened
@@ -314,11 +318,14 @@ class ClusterCache:
                 self.nominated.pop(key, None)
             if POD_GROUP_ANNOTATION in pod.meta.annotations:
                 self.assumed_members.pop(key, None)
+            ours = self.pods[key].ours
             if (
-                self.pods[key].ours
+                ours
                 and observed.status == TaskStatus.PENDING
-                and not pod.meta.annotations.get(POD_GROUP_ANNOTATION)
+                and (known is None or known.observed.status != observed.status)
             ):
+                self._arrived(key[0], pod.meta.annotations.get(POD_GROUP_ANNOTATION))
+            if ours and observed.status == TaskStatus.PENDING and not pod.meta.annotations.get(POD_GROUP_ANNOTATION):
                 self.ungrouped.add(key)
             else:
                 self.ungrouped.discard(key)
@@ -335,6 +342,9 @@ class ClusterCache:
             was_assumed = self.assumed_podgroups.pop(key, None) is not None
             known_group, parsed_group = self.podgroups.get(key), parse_podgroup(obj, source=source)
             self.podgroups[key] = parsed_group
+            if key in self._awaited_podgroups:
+                self._awaited_podgroups.discard(key)
+                self.arrivals += 1  # a pod of ours that arrived before it can now be scheduled
             changed = known_group is None or _without_clocks(known_group) != _without_clocks(parsed_group)
             condition_changed = old_raw is None or read_condition(old_raw.get("status")) != read_condition(
                 obj.get("status")
@@ -363,6 +373,14 @@ class ClusterCache:
             self.podgroup_raw.pop(key, None)
         elif group == "scheduling.k8s.io" and kind == "PriorityClass":
             self.priority_classes.pop(key[1], None)
+
+    def _arrived(self, namespace: str, podgroup: str | None) -> None:
+        """A pod of ours started waiting for a node; one whose PodGroup is not here yet (the two come
+        through different watches) arrives with its PodGroup."""
+        if podgroup and (namespace, podgroup) not in self.podgroups:
+            self._awaited_podgroups.add((namespace, podgroup))
+        else:
+            self.arrivals += 1
 
     # ----------------------------------------------------------------- the scheduler's own decisions
     def assume_bound(self, pod: ObjectKey, node: str, gpu_groups: tuple[str, ...], now: float) -> None:

@@ -15,6 +15,13 @@ Each cycle, while this replica leads and every cache has synced:
 The decisions are the ones `kai sim` makes for the same objects: same snapshot builder, same
 cycle, same planner.
 
+Cycles follow the schedule period, and one more starts early when a pod of ours starts waiting
+for a node while nothing else waits (the last cycle placed everything it saw): `PROMPT_WINDOW`
+after the arrival, so that a burst shares the cycle, instead of at the next period, as
+kube-scheduler schedules a new pod at once. An early cycle never starts sooner after the last one
+than that one took (a stream of arrivals keeps the loop at most half busy), and one cycle runs at a
+time. While pods wait that could not be placed, arrivals wait for the period, as KAI's cycles do.
+
 A cycle whose outcome cannot depend on the clock (`kai.scheduler.cycle.settled`: nothing waits for
 a node, no gang is stale) is remembered with the cache's version; until the cache changes, the
 next cycles would decide exactly what it decided (nothing), and are skipped. A steady cluster
@@ -24,7 +31,6 @@ costs a version comparison per period, not a snapshot of every pod.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -50,6 +56,8 @@ from kai.kubernetes.writer import Writer
 from kai.scheduler.cycle import close_session, run_actions, settled
 
 log = logging.getLogger(__name__)
+
+PROMPT_WINDOW = 0.02  # seconds an early cycle waits after an arrival for the rest of its burst
 
 # What the cycle reads; a kind whose CRD is not installed is simply never met (optional).
 REQUIRED_RESOURCES: tuple[ApiResource, ...] = (
@@ -121,7 +129,10 @@ class Scheduler:
     cycles: int = field(default=0, init=False)
     last_report: CycleReport | None = field(default=None, init=False)
     on_cycle: list[Callable[[CycleReport], None]] = field(default_factory=list, init=False)
-    _changed: asyncio.Event = field(default_factory=asyncio.Event, init=False)
+    _arrived: asyncio.Event = field(default_factory=asyncio.Event, init=False)
+    _arrivals_seen: int = field(default=0, init=False)  # the cache's arrivals the last cycle saw
+    _idle: bool = field(default=False, init=False)  # the last cycle left nothing waiting
+    _last_cycle: tuple[float, float] = field(default=(0.0, 0.0), init=False)  # its end (loop time), duration
     # a settled cycle: the cache version it saw, its result, the shared devices in use then
     _settled: tuple[int, CycleResult, gpu_sharing.DeviceUse] | None = field(default=None, init=False)
     # the last cycle's explanations: cache version, the jobs explained, whether fixes were sought, them
@@ -153,13 +164,17 @@ class Scheduler:
             Informer(
                 self.client,
                 resource,
-                _CacheHandler(self.cache, resource, self._changed.set),
+                _CacheHandler(self.cache, resource, self._on_change),
                 optional=resource in OWNER_RESOURCES,
                 on_restart=on_restart,
             )
             for resource in (*REQUIRED_RESOURCES, *OWNER_RESOURCES)
         ]
         return self.informers
+
+    def _on_change(self) -> None:
+        if self.cache.arrivals != self._arrivals_seen:
+            self._arrived.set()
 
     @property
     def synced(self) -> bool:
@@ -170,24 +185,41 @@ class Scheduler:
 
     # ----------------------------------------------------------------- the loop
     async def run(self, *, is_leader: Callable[[], bool], stop: asyncio.Event) -> None:
-        """Cycle every schedule period while leading, until `stop` is set."""
+        """Cycle every schedule period while leading (and early for an arrival while nothing waits),
+        until `stop` is set."""
         await self.wait_synced()
         period = self.config.schedule_period
+        loop = asyncio.get_running_loop()
         while not stop.is_set():
-            started = self.clock()
+            started = loop.time()
             if is_leader():
                 await self.cycle_once()
             else:
                 self._settled = None  # a new leader starts from a full cycle
-            remaining = period - (self.clock() - started)
-            if remaining > 0:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), timeout=remaining)
+                self._idle = False
+            await self._until_next_cycle(stop, due=started + period)
+
+    async def _until_next_cycle(self, stop: asyncio.Event, *, due: float) -> None:
+        """Wait for `due` (the event loop's time), for `stop`, or for an arrival that may start the
+        next cycle early."""
+        loop = asyncio.get_running_loop()
+        while not stop.is_set():
+            remaining = due - loop.time()
+            if remaining <= 0:
+                return
+            if self._idle and self.cache.arrivals != self._arrivals_seen:
+                ended, took = self._last_cycle
+                delay = max(PROMPT_WINDOW, ended + took - loop.time())
+                await _wait(stop, min(delay, remaining))
+                return
+            self._arrived.clear()
+            await _wait(stop, remaining, also=self._arrived)
 
     async def cycle_once(self) -> CycleReport:
         """One scheduling cycle on a consistent snapshot; its writes are queued, not awaited."""
         now = self.clock()
         t0 = time.perf_counter()
+        self._arrivals_seen = self.cache.arrivals
         self.grouper.run(now=now)
         if self._settled is not None and self._settled[0] == self.cache.version:
             # reservation pods are kept whether or not a cycle runs (their writes may have failed);
@@ -202,10 +234,7 @@ class Scheduler:
                 effects=(),
                 skipped=True,
             )
-            self.last_report = report
-            for callback in self.on_cycle:
-                callback(report)
-            return report
+            return self._finish(report, idle=True)
         version = self.cache.version  # events that arrive while the cycle runs are for the next one
         built = cycle_snapshot(self.cache, now=now, config=self.config)
         ours, _ = self.cache.pod_states()
@@ -241,6 +270,11 @@ class Scheduler:
             effects=planned,
             pending=explaining.pending_reasons(waiting, result, explanations),
         )
+        return self._finish(report, idle=is_settled or not waiting)  # nothing left waiting: arrivals cycle early
+
+    def _finish(self, report: CycleReport, *, idle: bool) -> CycleReport:
+        self._idle = idle
+        self._last_cycle = (asyncio.get_running_loop().time(), report.duration)
         self.last_report = report
         for callback in self.on_cycle:
             callback(report)
@@ -280,3 +314,14 @@ class Scheduler:
 def _timed(explanations: Iterable[model.Explanation]) -> bool:
     """Whether an explanation holds a reason that ends with the clock rather than a change."""
     return any(r.token == model.PREEMPTION_DELAY_NOT_ELAPSED for e in explanations for r in e.reasons)
+
+
+async def _wait(stop: asyncio.Event, seconds: float, *, also: asyncio.Event | None = None) -> None:
+    """Sleep `seconds`, or less if `stop` (or `also`) is set first."""
+    events = [stop] if also is None else [stop, also]
+    waiters = [asyncio.ensure_future(e.wait()) for e in events]
+    try:
+        await asyncio.wait(waiters, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in waiters:
+            waiter.cancel()
