@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from kai.cluster import effects as fx
 from kai.cluster import explaining, gpu_sharing
 from kai.cluster.state import cycle_snapshot
-from kai.core.decisions import CycleResult
+from kai.core.decisions import CycleResult, Kind
 from kai.core.model import Job, Snapshot
 from kai.core.session import SchedulerConfig, Session
 from kai.explain import engine, model
@@ -253,7 +253,8 @@ class Scheduler:
             return session, close_session(session), settled(session), engine.waiting_jobs(session)
 
         session, result, is_settled, waiting = await asyncio.to_thread(decide)
-        busy = bool(result.placements or result.evictions)
+        # it bound or evicted pods (a pipelined pod nominated again each cycle is not a change)
+        busy = bool(result.evictions) or any(p.kind is Kind.BIND for p in result.placements)
         explanations = await self._explain(version, built.snapshot, session, waiting, busy=busy)
         planned = fx.plan(result, view, now=now, explanations=explanations)
         self.applier.apply(planned, now=now)
