@@ -77,5 +77,22 @@ def test_same_decisions_as_the_unit_walk(spec: dict[str, int], monkeypatch: pyte
     assert _decisions(fast) == _decisions(walked)
 
 
+@pytest.mark.parametrize(
+    "spec", [*CLUSTERS[:2], {"nodes": 60, "queues": 6, "seed": 5}], ids=lambda s: f"{s['nodes']}n-{s['queues']}q"
+)
+def test_bounded_walk_in_small_blocks_same_decisions(spec: dict[str, int], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bounded walk (`OrderedVictims.relevant`) one candidate at a time: nodes join round after round
+    and the steps already behind the walk on them are caught up; the 60-node cluster also has nodes
+    short of CPU only (watched one by one). Same decisions as the unit walk."""
+    snapshot = _snapshot(spec)
+    monkeypatch.setattr(victim_steps, "FIRST_BLOCK", 1)
+    monkeypatch.setattr(victim_steps, "LARGEST_BLOCK", 2)
+    fast = run_cycle(snapshot, SchedulerConfig())
+    monkeypatch.setattr(victim_steps.VictimSteps, "ordered", lambda self, queues, below_priority=None: None)
+    walked = run_cycle(snapshot, SchedulerConfig())
+    assert fast.evictions, "the cluster has reclaim and preempt work"
+    assert _decisions(fast) == _decisions(walked)
+
+
 def _decisions(result: CycleResult) -> dict[str, object]:
     return {f.name: getattr(result, f.name) for f in dataclasses.fields(result)}
