@@ -104,6 +104,27 @@ async def items(kube: kc.KubeClient, res: ApiResource, namespace: str | None = N
     return list(listed.get("items") or [])
 
 
+async def events_matching(
+    kube: kc.KubeClient,
+    namespace: str,
+    match: Callable[[dict[str, Any]], bool],
+    *,
+    at_least: int = 1,
+    timeout: float = 30.0,
+) -> list[dict[str, Any]]:
+    """The namespace's Events that `match`, once there are `at_least` of them.
+
+    kai run writes Events as reports, after the decisions they describe (bindings and evictions go
+    first), so a test waits for them as it waits for any other effect.
+    """
+
+    async def found() -> list[dict[str, Any]] | None:
+        matching = [e for e in await items(kube, resources.EVENTS, namespace) if match(e)]
+        return matching if len(matching) >= at_least else None
+
+    return await eventually(found, timeout=timeout)
+
+
 async def eventually(check: Callable[[], Awaitable[T | None]], *, timeout: float = 30.0, every: float = 0.25) -> T:
     """Poll `check` until it returns something truthy; fail with its last answer after `timeout`."""
     deadline = time.monotonic() + timeout

@@ -19,7 +19,17 @@ from tests.kubernetes.controlplane import ControlPlane
 from tests.kubernetes.faultproxy import FaultProxy
 from tests.kubernetes.objects import finish_deletion, mark_running
 from tests.kubernetes.run.conftest import NodeFactory, Objects, RunKai
-from tests.kubernetes.run.support import DEPARTMENT, QUEUE, KaiRun, eventually, get, items, pods_by_name, unique
+from tests.kubernetes.run.support import (
+    DEPARTMENT,
+    QUEUE,
+    KaiRun,
+    events_matching,
+    eventually,
+    get,
+    items,
+    pods_by_name,
+    unique,
+)
 
 POD = Template("""
 apiVersion: v1
@@ -106,11 +116,14 @@ spec: {{minMember: 3, queue: {q}, priorityClassName: train}}
             )
 
         await eventually(marked)
-        events = await items(kube, resources.EVENTS, namespace)
-        assert any(
-            e.get("regarding", {}).get("name") == "trainer" and e.get("reportingController") == "kai-scheduler"
-            for e in events
-        ), "a Warning event on the PodGroup says why it waits"
+        # a Warning event on the PodGroup says why it waits
+        await events_matching(
+            kube,
+            namespace,
+            lambda e: (
+                e.get("regarding", {}).get("name") == "trainer" and e.get("reportingController") == "kai-scheduler"
+            ),
+        )
 
         await nodes(gpus=8)  # room for the whole gang now
 
@@ -198,10 +211,11 @@ spec:
             kube, resources.PODGROUPS, pod["metadata"]["annotations"]["pod-group-name"], namespace
         )
         assert unlabelled_group["spec"]["queue"] == "default-queue"
-        events = await items(kube, resources.EVENTS, namespace)
-        assert any(
-            e.get("reason") == "QueueLabelMissing" and e.get("regarding", {}).get("name") == "no-label" for e in events
-        ), [e.get("reason") for e in events]
+        await events_matching(
+            kube,
+            namespace,
+            lambda e: e.get("reason") == "QueueLabelMissing" and e.get("regarding", {}).get("name") == "no-label",
+        )
 
 
 async def test_build_pod_preempts_train_pod_in_its_queue(
@@ -227,9 +241,10 @@ async def test_build_pod_preempts_train_pod_in_its_queue(
             return pod if pod is not None and pod["metadata"].get("deletionTimestamp") else None
 
         await eventually(train_terminating)
-        events = await items(kube, resources.EVENTS, namespace)
-        evicted = [e for e in events if e.get("reason") == "Evicted" and e["regarding"]["name"] == "train-pod"]
-        assert evicted and "preempt" in evicted[0]["note"]
+        evicted = await events_matching(
+            kube, namespace, lambda e: e.get("reason") == "Evicted" and e["regarding"]["name"] == "train-pod"
+        )
+        assert "preempt" in evicted[0]["note"]
         assert node_of((await pods(kube, namespace))["build-pod"]) is None, "the build pod waits for the GPU"
         await finish_deletion(kube, namespace, "train-pod")  # the kubelet stops the container
 
@@ -321,8 +336,8 @@ async def test_reclaim_gives_a_starved_queue_its_fair_share(
             return going if len(going) == 4 else None
 
         victims = await eventually(reclaimed, timeout=30)
-        events = await items(kube, resources.EVENTS, namespace)
-        notes = [e["note"] for e in events if e.get("reason") == "Evicted"]
+        evicted = await events_matching(kube, namespace, lambda e: e.get("reason") == "Evicted", at_least=4)
+        notes = [e["note"] for e in evicted]
         assert len(notes) == 4 and all("reclaim" in n for n in notes), notes
         for name in victims:
             await finish_deletion(kube, namespace, name)
