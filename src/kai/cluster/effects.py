@@ -36,6 +36,7 @@ DEFAULT_NODE_POOL = "default"
 RECEIVED_RESOURCE_TYPE = "received-resource-type"
 GPU_RESOURCE = "nvidia.com/gpu"
 PODGROUP_NOT_FOUND = "PodGroupNotFound"
+SCHEDULED = "Scheduled"  # the event of a pod placed on a node (on a cluster: written once it is bound)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -271,7 +272,7 @@ def plan(
             effects.append(
                 RecordEvent(
                     type="Normal",
-                    reason="Scheduled",
+                    reason=SCHEDULED,
                     object=f"Pod/{placement.pod}",
                     message=f"Successfully assigned {placement.pod} to {placement.node}",
                 )

@@ -7,7 +7,9 @@ waits on them; what they decide is recorded in the cache at once (a bind is assu
 eviction assumed under way) and undone if the write fails for good.
 
 A gang is bound whole: when one binding of a gang fails for good, the pods of that gang bound in
-the same cycle are evicted and the whole gang waits for the next cycle.
+the same cycle are evicted and the whole gang waits for the next cycle. A pod's `Scheduled` event is
+written only once its gang is bound (a gang whose GPU reservation failed, or that was rolled back,
+is not reported as assigned).
 """
 
 from __future__ import annotations
@@ -67,8 +69,15 @@ class EffectApplier:
         """Record every decision in the cache and queue its writes, bindings first; returns without
         waiting for them."""
         binds = [effect for effect in effects if isinstance(effect, fx.Bind)]
+        held: dict[str, fx.RecordEvent] = {}  # each bound pod's Scheduled event, written once it is bound
         if binds:
-            self._bind_gangs(binds, now=now)
+            bound = {f"Pod/{bind.pod}" for bind in binds}
+            held = {
+                effect.object: effect
+                for effect in effects
+                if isinstance(effect, fx.RecordEvent) and effect.reason == fx.SCHEDULED and effect.object in bound
+            }
+            self._bind_gangs(binds, held=held, now=now)
         for effect in effects:
             if isinstance(effect, fx.Bind):
                 continue
@@ -86,7 +95,7 @@ class EffectApplier:
                 self._podgroup_resources(effect)
             elif isinstance(effect, fx.SetQueueStatus):
                 self._queue_status(effect)
-            elif isinstance(effect, fx.RecordEvent):
+            elif isinstance(effect, fx.RecordEvent) and held.get(effect.object) is not effect:
                 self._event(effect, now=now)
 
     async def drain(self) -> None:
@@ -100,7 +109,7 @@ class EffectApplier:
         task.add_done_callback(self._tasks.discard)
 
     # ----------------------------------------------------------------- binding
-    def _bind_gangs(self, binds: list[fx.Bind], *, now: float) -> None:
+    def _bind_gangs(self, binds: list[fx.Bind], *, held: Mapping[str, fx.RecordEvent], now: float) -> None:
         gangs: dict[str, list[fx.Bind]] = {}
         for bind in binds:
             key = _split(bind.pod)
@@ -108,9 +117,9 @@ class EffectApplier:
             gangs.setdefault(f"{key[0]}/{group or key[1]}", []).append(bind)
             self.cache.assume_bound(key, bind.node, bind.gpu_groups, now)
         for gang in gangs.values():
-            self._spawn(self._bind_gang(gang))
+            self._spawn(self._bind_gang(gang, held=held, now=now))
 
-    async def _bind_gang(self, gang: list[fx.Bind]) -> None:
+    async def _bind_gang(self, gang: list[fx.Bind], *, held: Mapping[str, fx.RecordEvent], now: float) -> None:
         if self.prebind is not None and not await self.prebind(gang):
             self.counters.bind_failures += len(gang)
             for bind in gang:
@@ -119,6 +128,10 @@ class EffectApplier:
         outcomes = await asyncio.gather(*(self._bind_one(bind) for bind in gang))
         failed = [b for b, o in zip(gang, outcomes, strict=True) if not o.ok]
         if not failed:
+            for bind in gang:
+                event = held.get(f"Pod/{bind.pod}")
+                if event is not None:
+                    self._event(event, now=now)
             return
         self.counters.gang_rollbacks += 1
         for bind in gang:

@@ -309,8 +309,8 @@ async def test_a_device_uuid_late_fails_the_reservation_once_then_the_pod_gets_t
     reservation_namespace: str,
 ) -> None:
     """The device plugin does not answer within --resource-reservation-timeout: the pod is not bound,
-    gets one GPUReservationFailed event, and is scheduled again; once the UUID comes, the pod is bound
-    and, with --gpu-cdi, reads the device's CDI name."""
+    gets one GPUReservationFailed event (and no Scheduled one), and is scheduled again; once the UUID
+    comes, the pod is bound, reported Scheduled once, and, with --gpu-cdi, reads the device's CDI name."""
     q = (await queues(objects))["q"]
     node = await nodes(gpus=1, gpu_memory_mib=81920)
     await objects.create(CDI_POD.replace("$queue", q))
@@ -343,3 +343,13 @@ async def test_a_device_uuid_late_fails_the_reservation_once_then_the_pod_gets_t
             configmap = await get(kube, resources.CONFIG_MAPS, "half-shared-gpu-0", namespace)
             assert configmap["data"]["NVIDIA_VISIBLE_DEVICES"] == f"k8s.device-plugin.nvidia.com/gpu={uuid}"
             assert await failures() == [event], "the event is not repeated each cycle"
+
+            async def scheduled() -> list[str] | None:
+                events = await items(kube, resources.EVENTS, namespace)
+                found = [
+                    e["note"] for e in events if e.get("reason") == "Scheduled" and e["regarding"]["name"] == "half"
+                ]
+                return found or None
+
+            # reported assigned once: when it was bound, not at each attempt the reservation failed
+            assert await eventually(scheduled) == [f"Successfully assigned {namespace}/half to {node}"]
