@@ -96,11 +96,10 @@ def not_our_scheduler(scheduler: str, ours: str) -> str:
     return f'spec.schedulerName is "{scheduler}"; set it to {ours} for kai to schedule this pod'
 
 
-def foreign_pod_document(
-    *, namespace: str, name: str, scheduler: str, ours: str, phase: str, node: str | None
+def _ungrouped_pod_document(
+    *, namespace: str, name: str, phase: str, reason: str | None, message: str, evidence: model.Evidence, estimate: str
 ) -> dict[str, Any]:
-    """The contract's document for a pod another scheduler places (NotOurScheduler while it waits)."""
-    waiting = phase == "Pending"
+    """The contract's document for a pod that belongs to no PodGroup kai schedules."""
     return {
         "kind": "Pod",
         "namespace": namespace,
@@ -109,15 +108,31 @@ def foreign_pod_document(
         "workload": f"Pod/{name}",
         "queue": None,
         "phase": phase,
-        "reason": model.NOT_OUR_SCHEDULER if waiting else None,
-        "message": not_our_scheduler(scheduler, ours) if waiting else f"{phase.lower()} on {node}",
-        "evidence": {"schedulerName": scheduler},
+        "reason": reason,
+        "message": message,
+        "evidence": dict(evidence),
         "otherReasons": [],
         "suggestions": [],
         "position": None,
         "estimatedStart": None,
-        "estimate": "",
+        "estimate": estimate,
     }
+
+
+def foreign_pod_document(
+    *, namespace: str, name: str, scheduler: str, ours: str, phase: str, node: str | None
+) -> dict[str, Any]:
+    """The contract's document for a pod another scheduler places (NotOurScheduler while it waits)."""
+    waiting = phase == "Pending"
+    return _ungrouped_pod_document(
+        namespace=namespace,
+        name=name,
+        phase=phase,
+        reason=model.NOT_OUR_SCHEDULER if waiting else None,
+        message=not_our_scheduler(scheduler, ours) if waiting else f"{phase.lower()} on {node}",
+        evidence={"schedulerName": scheduler},
+        estimate="",
+    )
 
 
 def refused_pod_document(*, namespace: str, name: str, problem: str) -> dict[str, Any]:
@@ -125,23 +140,15 @@ def refused_pod_document(*, namespace: str, name: str, problem: str) -> dict[str
     `kai sim` refuses them when it loads the manifests): InvalidGpuSharing for a GPU-sharing
     annotation, InvalidPod otherwise."""
     sharing = any(f"annotations.{key}" in problem for key in GPU_SHARING_ANNOTATIONS)
-    return {
-        "kind": "Pod",
-        "namespace": namespace,
-        "name": name,
-        "podGroup": None,
-        "workload": f"Pod/{name}",
-        "queue": None,
-        "phase": "Pending",
-        "reason": model.INVALID_GPU_SHARING if sharing else INVALID_POD,
-        "message": f"kai cannot schedule pod {name}: {problem}",
-        "evidence": {"problem": problem},
-        "otherReasons": [],
-        "suggestions": [],
-        "position": None,
-        "estimatedStart": None,
-        "estimate": "none: it does not start unless something changes",
-    }
+    return _ungrouped_pod_document(
+        namespace=namespace,
+        name=name,
+        phase="Pending",
+        reason=model.INVALID_GPU_SHARING if sharing else INVALID_POD,
+        message=f"kai cannot schedule pod {name}: {problem}",
+        evidence={"problem": problem},
+        estimate="none: it does not start unless something changes",
+    )
 
 
 def _ordinal(n: int) -> str:
