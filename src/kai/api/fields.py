@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from kai.api.errors import InputError, Source
 
@@ -52,14 +52,18 @@ def format_timestamp(seconds: float) -> str:
     return stamp.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def is_mapping(value: object) -> TypeGuard[Mapping[Any, Any]]:
+    """A mapping (decoded documents hold plain dicts: those are told apart without the ABC machinery,
+    which costs more than the rest of reading a field)."""
+    return type(value) is dict or isinstance(value, Mapping)
+
+
 class Reader:
     """Reads fields of one mapping inside one object; `path` is the dotted path to the mapping."""
 
     __slots__ = ("kind", "name", "path", "raw", "source")
 
-    def __init__(
-        self, raw: Mapping[str, Any], *, source: Source | None, kind: str, name: str, path: str = ""
-    ) -> None:
+    def __init__(self, raw: Mapping[str, Any], *, source: Source | None, kind: str, name: str, path: str = "") -> None:
         self.raw = raw
         self.source = source
         self.kind = kind
@@ -86,7 +90,7 @@ class Reader:
         value = self.raw.get(key)
         if value is None:
             value = {}
-        if not isinstance(value, Mapping):
+        if not is_mapping(value):
             raise self.error(key, f"must be a mapping, got {_show(value)}")
         return Reader(value, source=self.source, kind=self.kind, name=self.name, path=self.field(key))
 
@@ -94,13 +98,9 @@ class Reader:
         """The list of mappings at `key` (empty if absent)."""
         out = []
         for i, item in enumerate(self.sequence(key)):
-            if not isinstance(item, Mapping):
+            if not is_mapping(item):
                 raise self.error(f"{key}[{i}]", f"must be a mapping, got {_show(item)}")
-            out.append(
-                Reader(
-                    item, source=self.source, kind=self.kind, name=self.name, path=f"{self.field(key)}[{i}]"
-                )
-            )
+            out.append(Reader(item, source=self.source, kind=self.kind, name=self.name, path=f"{self.field(key)}[{i}]"))
         return out
 
     def sequence(self, key: str) -> list[Any]:
@@ -158,7 +158,7 @@ class Reader:
         value = self.raw.get(key)
         if value is None:
             return {}
-        if not isinstance(value, Mapping):
+        if not is_mapping(value):
             raise self.error(key, f"must be a mapping of strings, got {_show(value)}")
         out: dict[str, str] = {}
         for k, v in value.items():
@@ -191,15 +191,13 @@ class Reader:
         try:
             return parse_timestamp(str(value))
         except ValueError:
-            raise self.error(
-                key, f'must be an RFC 3339 time such as 2026-01-01T00:00:00Z, got "{value}"'
-            ) from None
+            raise self.error(key, f'must be an RFC 3339 time such as 2026-01-01T00:00:00Z, got "{value}"') from None
 
 
 def _show(value: object) -> str:
     if isinstance(value, str):
         return f'"{value}"'
-    if isinstance(value, Mapping):
+    if is_mapping(value):
         return "a mapping"
     if isinstance(value, list):
         return "a list"

@@ -17,7 +17,7 @@ import yaml
 
 from kai.api import kinds
 from kai.api.errors import InputError, Source
-from kai.api.fields import Reader
+from kai.api.fields import Reader, is_mapping
 from kai.api.kinds import group_of as group_of  # re-exported: callers read it from here
 from kai.api.meta import ObjectMeta, read_meta
 from kai.api.node import Node, parse_node
@@ -138,7 +138,7 @@ def split_documents(text: str, *, file: str) -> Iterator[Document]:
             if not isinstance(items, list):
                 raise InputError(source=source, kind="List", name="", field="items", problem="must be a list")
             for i, item in enumerate(items):
-                if not isinstance(item, Mapping):
+                if not is_mapping(item):
                     raise InputError(
                         source=source,
                         kind="List",
@@ -207,5 +207,5 @@ def parse_document(doc: Document) -> ApiObject | SkippedObject:
 def _name_of(raw: Mapping[str, Any]) -> str:
     """metadata.name when it is a plain string (for naming the object in an error), else empty."""
     meta = raw.get("metadata")
-    name = meta.get("name") if isinstance(meta, Mapping) else None
+    name = meta.get("name") if is_mapping(meta) else None
     return name if isinstance(name, str) else ""

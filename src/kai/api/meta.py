@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kai.api.errors import InputError, Source
-from kai.api.fields import Reader
+from kai.api.fields import Reader, is_mapping
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -36,7 +36,7 @@ def read_meta(raw: Mapping[str, Any], *, source: Source | None, kind: str, names
     meta = raw.get("metadata")
     if meta is None:
         meta = {}  # `metadata:` left empty reads as null; the name is what is missing
-    if not isinstance(meta, Mapping):
+    if not is_mapping(meta):
         raise InputError(source=source, kind=kind, name="", field="metadata", problem="must be a mapping")
     name = meta.get("name")
     if name is None or name == "":

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kai.api.errors import InputError, InputWarning, Source
+from kai.api.fields import is_mapping
 
 # (group, kind) -> lightkube model ("module.Class") holding the kind's full schema
 BUILTIN_MODELS: Mapping[tuple[str, str], str] = {
@@ -233,39 +234,44 @@ def check_fields(raw: Mapping[str, Any], shape: Shape) -> list[tuple[str, str]]:
     stack: list[tuple[Any, Shape, str]] = [(raw, shape, "")]
     while stack:
         value, expected, path = stack.pop()
-        if value is None or expected.kind == "any":
+        kind = expected.kind
+        if value is None or kind == "any":
             continue
-        if expected.kind == "object":
-            if not isinstance(value, Mapping):
+        if kind == "object":
+            if not is_mapping(value):
                 problems.append((path, "must be a mapping"))
                 continue
-            for key in sorted(value, key=str):
-                sub = expected.fields.get(str(key))
+            fields = expected.fields
+            for key, sub_value in value.items():
+                name = key if type(key) is str else str(key)
+                sub = fields.get(name)
                 if sub is None:
-                    guess = _near(str(key), expected.fields)
+                    guess = _near(name, fields)
                     hint = f"; did you mean {guess}?" if guess else ""
-                    problems.append((_join(path, str(key)), f"unknown field{hint}"))
-                    continue
-                stack.append((value[key], sub, _join(path, str(key))))
-        elif expected.kind == "list":
+                    problems.append((_join(path, name), f"unknown field{hint}"))
+                elif sub_value is not None and sub.kind != "any":
+                    stack.append((sub_value, sub, f"{path}.{name}" if path else name))
+        elif kind == "list":
             if not isinstance(value, list):
                 problems.append((path, "must be a list"))
                 continue
-            if expected.item is not None and expected.item.kind != "any":
-                for i in range(len(value) - 1, -1, -1):
-                    stack.append((value[i], expected.item, f"{path}[{i}]"))
-        elif expected.kind == "map":
-            if not isinstance(value, Mapping):
+            item = expected.item
+            if item is not None and item.kind != "any":
+                for i, sub_value in enumerate(value):
+                    stack.append((sub_value, item, f"{path}[{i}]"))
+        elif kind == "map":
+            if not is_mapping(value):
                 problems.append((path, "must be a mapping"))
                 continue
-            if expected.item is not None and expected.item.kind != "any":
-                for key in sorted(value, key=str):
-                    stack.append((value[key], expected.item, _join(path, str(key))))
+            item = expected.item
+            if item is not None and item.kind != "any":
+                for key, sub_value in value.items():
+                    stack.append((sub_value, item, _join(path, str(key))))
         elif expected.strict_types:
             problem = _type_problem(value, expected.types)
             if problem is not None:
                 problems.append((path, problem))
-    problems.sort()
+    problems.sort()  # the order of the walk does not show
     return problems
 
 
@@ -275,19 +281,19 @@ def metadata_maps(raw: Mapping[str, Any]) -> list[tuple[str, Mapping[Any, Any]]]
     stack: list[tuple[Any, str]] = [(raw, "")]
     while stack:
         value, path = stack.pop()
-        if isinstance(value, Mapping):
+        if is_mapping(value):
             meta = value.get("metadata")
-            if isinstance(meta, Mapping):
+            if is_mapping(meta):
                 for key in ("labels", "annotations"):
                     found = meta.get(key)
-                    if isinstance(found, Mapping):
+                    if is_mapping(found):
                         out.append((_join(_join(path, "metadata"), key), found))
             for key, sub in value.items():
-                if key != "metadata" and isinstance(sub, Mapping | list):
+                if key != "metadata" and (isinstance(sub, list) or is_mapping(sub)):
                     stack.append((sub, _join(path, str(key))))
         elif isinstance(value, list):
             for i, sub in enumerate(value):
-                if isinstance(sub, Mapping | list):
+                if isinstance(sub, list) or is_mapping(sub):
                     stack.append((sub, f"{path}[{i}]"))
     out.sort(key=lambda pm: pm[0])
     return out
@@ -305,12 +311,18 @@ KeyErrors = list[tuple[str, str]]  # (path, problem)
 KeyWarnings = list[tuple[str, str, str]]  # (path, reason, problem)
 
 
-def check_keys(raw: Mapping[str, Any], extra_keys: frozenset[str] = frozenset()) -> tuple[KeyErrors, KeyWarnings]:
-    """Errors (path, problem) and warnings (path, reason, problem) about label and annotation keys."""
+def check_keys(
+    raw: Mapping[str, Any],
+    extra_keys: frozenset[str] = frozenset(),
+    *,
+    maps: list[tuple[str, Mapping[Any, Any]]] | None = None,
+) -> tuple[KeyErrors, KeyWarnings]:
+    """Errors (path, problem) and warnings (path, reason, problem) about label and annotation keys
+    (`maps`: the object's `metadata_maps`, when the caller has them already)."""
     errors: KeyErrors = []
     warnings: KeyWarnings = []
     known = KAI_KEYS | extra_keys
-    for path, mapping in metadata_maps(raw):
+    for path, mapping in metadata_maps(raw) if maps is None else maps:
         for key in sorted(map(str, mapping)):
             at = f"{path}.{key}"
             if key in known:
@@ -335,17 +347,18 @@ def check_document(
     source: Source | None,
     shape: Shape | None,
     extra_keys: frozenset[str] = frozenset(),
+    maps: list[tuple[str, Mapping[Any, Any]]] | None = None,
 ) -> Findings:
     """Every unknown field (against `shape`, None when the kind's schema is not known) and label or
     annotation key problem of one object, as errors and warnings naming the file, object and field."""
     kind = str(raw.get("kind", "object"))
     meta = raw.get("metadata")
-    name = meta.get("name") if isinstance(meta, Mapping) else None
+    name = meta.get("name") if is_mapping(meta) else None
     name = name if isinstance(name, str) else ""
     problems = check_fields(raw, shape) if shape is not None else []
-    if shape is None and isinstance(meta, Mapping):
+    if shape is None and is_mapping(meta):
         problems = [(_join("metadata", p), m) for p, m in check_fields(meta, model_shape(OBJECT_META_MODEL))]
-    key_errors, key_warnings = check_keys(raw, extra_keys)
+    key_errors, key_warnings = check_keys(raw, extra_keys, maps=maps)
     errors = [
         InputError(source=source, kind=kind, name=name, field=path, problem=problem)
         for path, problem in [*problems, *key_errors]

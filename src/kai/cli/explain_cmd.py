@@ -9,7 +9,6 @@ Exit 0 when explained; 2 for unusable input, credentials or cluster, or an objec
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from typing import Any
 
@@ -17,7 +16,7 @@ import click
 import yaml
 
 from kai.api.fields import parse_duration
-from kai.cli import CONTEXT_SETTINGS
+from kai.cli import CONTEXT_SETTINGS, json_text
 from kai.cli.simulate import fail, internal_error, sim_options, simulate
 from kai.cluster import explaining
 from kai.explain import queues, render
@@ -120,7 +119,7 @@ def explain(
             start_time=start_time,
         )
     if fmt == "json":
-        click.echo(json.dumps(doc, indent=2))
+        click.echo(json_text.dumps(doc))
     elif fmt == "yaml":
         click.echo(yaml.safe_dump(doc, sort_keys=False), nl=False)
     elif kind == "queue":

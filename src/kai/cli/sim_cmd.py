@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 import yaml
 from rich.console import Console
 
 from kai.api.fields import parse_duration
-from kai.cli import CONTEXT_SETTINGS
+from kai.cli import CONTEXT_SETTINGS, json_text
+from kai.cli.collector import collector_paused
 from kai.cli.sim_help import EPILOG, print_config_help
 from kai.cli.simulate import simulate
 from kai.cli.views import show as views
@@ -145,11 +144,10 @@ def sim(
         pauses=pauses,
         on_pause=lambda sim, t: snapshots.append((t, capture(sim))),
     )
-    if fmt == "json":
-        click.echo(json.dumps(output.build(simulation), indent=2))
-        return
-    if fmt == "yaml":
-        click.echo(yaml.safe_dump(output.build(simulation), sort_keys=False))
+    if fmt in ("json", "yaml"):
+        with collector_paused():  # the document is built and written at once, then dropped
+            doc = output.build(simulation)
+            click.echo(json_text.dumps(doc) if fmt == "json" else yaml.safe_dump(doc, sort_keys=False))
         return
     console = Console(highlight=False)
     final = capture(simulation)

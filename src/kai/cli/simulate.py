@@ -17,6 +17,7 @@ from kai.api.errors import InputError
 from kai.api.fields import parse_duration, parse_timestamp
 from kai.api.manifest import SkippedObject, Workload
 from kai.api.podgroup import format_duration
+from kai.cli.collector import collector_paused
 from kai.cluster.config import load_config, parse_actions
 from kai.core.session import SchedulerConfig
 from kai.sim.engine import Simulation
@@ -99,7 +100,8 @@ def simulate(
             else f"{cycles or 1} cycle(s) of {format_duration(config.schedule_period)}"
         )
         raise click.BadParameter(f"{format_duration(late[0])} is after the end of the run ({reach})", param_hint="--at")
-    loaded = load_paths(paths, extra_keys=frozenset({config.queue_label_key}))
+    with collector_paused():  # the input is read into objects that live as long as the run
+        loaded = load_paths(paths, extra_keys=frozenset({config.queue_label_key}))
     _report_skipped(loaded.skipped, verbose=verbose)
     for warning in loaded.warnings:
         click.echo(f"warning: {warning}", err=True)
@@ -115,7 +117,8 @@ def simulate(
             err=True,
         )
     try:
-        simulation = Simulation(loaded.objects, config=config, start_time=start)
+        with collector_paused():
+            simulation = Simulation(loaded.objects, config=config, start_time=start)
         for warning in loaded.warnings:  # load-time warnings are events at the start, as an admission warning
             simulation.record_event(
                 "Warning", warning.reason, f"{warning.kind}/{warning.name}", f"{warning.field}: {warning.problem}"

@@ -17,7 +17,7 @@ from typing import Any
 
 from kai.api import kinds, strict
 from kai.api.errors import InputError, InputWarning, Source
-from kai.api.fields import parse_duration
+from kai.api.fields import is_mapping, parse_duration
 from kai.api.manifest import ApiObject, Document, SkippedObject, parse_document, split_documents
 from kai.api.queue import Queue, cycle_problem, parent_cycles, queue_warnings
 from kai.deploy import crds
@@ -112,20 +112,20 @@ def without_nulls(raw: Mapping[str, Any]) -> dict[str, Any]:
     stack: list[tuple[Any, Any]] = [(raw, out)]
     while stack:
         source, target = stack.pop()
-        if isinstance(source, Mapping):
+        if is_mapping(source):
             for key, value in source.items():
                 if value is None:
                     continue
-                if isinstance(value, Mapping | list):
-                    copy: Any = {} if isinstance(value, Mapping) else []
+                if isinstance(value, list) or is_mapping(value):
+                    copy: Any = {} if is_mapping(value) else []
                     target[key] = copy
                     stack.append((value, copy))
                 else:
                     target[key] = value
         else:
             for value in source:
-                if isinstance(value, Mapping | list):
-                    copy = {} if isinstance(value, Mapping) else []
+                if isinstance(value, list) or is_mapping(value):
+                    copy = {} if is_mapping(value) else []
                     target.append(copy)
                     stack.append((value, copy))
                 else:
@@ -136,11 +136,12 @@ def without_nulls(raw: Mapping[str, Any]) -> dict[str, Any]:
 SIM_DURATION_ANNOTATIONS = ("sim.kai.scheduler/duration", "sim.kai.scheduler/create-at")
 
 
-def _sim_annotation_errors(doc: Document) -> list[InputError]:
+def _sim_annotation_errors(doc: Document, maps: list[tuple[str, Mapping[Any, Any]]]) -> list[InputError]:
     """The simulation-only duration annotations, wherever they are (pod templates too), read now: a bad
-    value found later, by the engine or a controller, could no longer be traced to its file."""
+    value found later, by the engine or a controller, could no longer be traced to its file.
+    `maps`: the document's `strict.metadata_maps`."""
     out = []
-    for path, found in strict.metadata_maps(doc.raw):
+    for path, found in maps:
         if not path.endswith("annotations"):
             continue
         for key in SIM_DURATION_ANNOTATIONS:
@@ -182,15 +183,18 @@ class Schemas:
             self._crds = {(g, k): shape for (g, _, k), shape in shapes.items()}
         return self._crds.get((group, kind))
 
-    def check(self, doc: Document, extra_keys: frozenset[str]) -> strict.Findings:
-        """Strict field validation of one document of a kind kai reads (others are left to the parser)."""
+    def check(
+        self, doc: Document, extra_keys: frozenset[str], maps: list[tuple[str, Mapping[Any, Any]]]
+    ) -> strict.Findings:
+        """Strict field validation of one document of a kind kai reads (others are left to the parser);
+        `maps`: the document's `strict.metadata_maps`."""
         api_version, kind = doc.raw.get("apiVersion"), doc.raw.get("kind")
         if not isinstance(api_version, str) or not isinstance(kind, str):
             return strict.Findings(errors=[], warnings=[])
         if kinds.classify(api_version, kind).action != "read":
             return strict.Findings(errors=[], warnings=[])
         shape = self.shape(kinds.group_of(api_version), kind)
-        return strict.check_document(doc.raw, source=doc.source, shape=shape, extra_keys=extra_keys)
+        return strict.check_document(doc.raw, source=doc.source, shape=shape, extra_keys=extra_keys, maps=maps)
 
 
 def load_paths(paths: Sequence[str], *, extra_keys: frozenset[str] = frozenset()) -> Loaded:
@@ -215,14 +219,18 @@ def load_paths(paths: Sequence[str], *, extra_keys: frozenset[str] = frozenset()
                 errors.append(exc)
                 continue
             documents += len(docs)
+            # a JSON text without the word null holds no null (YAML has other ways to write one)
+            nulls = not file.endswith(".json") or "null" in text
             for doc in docs:
-                findings = schemas.check(doc, extra_keys)
+                maps = strict.metadata_maps(doc.raw)
+                findings = schemas.check(doc, extra_keys, maps)
                 warnings.extend(findings.warnings)
-                problems = findings.errors + _sim_annotation_errors(doc)
+                problems = findings.errors + _sim_annotation_errors(doc, maps)
                 if problems:
                     errors.extend(problems)
                     continue
-                doc = Document(raw=without_nulls(doc.raw), source=doc.source)
+                if nulls:
+                    doc = Document(raw=without_nulls(doc.raw), source=doc.source)
                 try:
                     obj = parse_document(doc)
                 except InputError as exc:
