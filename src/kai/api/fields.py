@@ -7,6 +7,7 @@ of the field being read, so the error a user sees names all of them.
 from __future__ import annotations
 
 import datetime
+import functools
 import re
 from collections.abc import Mapping
 from typing import Any, TypeGuard
@@ -44,8 +45,10 @@ def parse_timestamp(text: str) -> float:
     return stamp.timestamp()
 
 
+@functools.lru_cache(maxsize=4096)
 def format_timestamp(seconds: float) -> str:
-    """Seconds since the epoch as RFC 3339 UTC with a `Z`, as Kubernetes prints them."""
+    """Seconds since the epoch as RFC 3339 UTC with a `Z`, as Kubernetes prints them (remembered: the
+    objects of one input are mostly created at the same few instants)."""
     stamp = datetime.datetime.fromtimestamp(seconds, tz=datetime.UTC)
     if stamp.microsecond:
         return stamp.strftime("%Y-%m-%dT%H:%M:%S.%fZ")

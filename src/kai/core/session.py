@@ -143,6 +143,12 @@ class Session:
     * `queue_compare`: exactly one provider (the proportion plugin); registering a second is an error.
     * `gpu_policy`: exactly one provider (gpupack/gpuspread in node order, or fragmentation): its
       node bonus is added to the scores and it may choose the shared devices on the chosen node.
+    * `packing`: the node scores and the GPU policy that pack whole GPUs: for a task asking whole
+      GPUs (no shared GPU, no nominated node) their sum depends only on whether the task fits a
+      node's idle resources (fitting beats not fitting by more than the rest can add) and the node's
+      free GPUs (fewer is better, never equal for different whole numbers). When every registered
+      score and the policy are in it, placement sends the next like pods of a gang to the node the
+      last one went to while they fit its idle resources, without scoring every node again.
     * `victim_guards`: a victim is protected if any guard says so.
     * `reclaim_gates`: a job may reclaim only if every gate agrees.
     * `reclaim_validators`: a reclaim scenario is accepted only if every validator returns None.
@@ -210,6 +216,7 @@ class Session:
         self.queue_order: QueueOrderPolicy = OldestFirst()
         self._queue_order_set = False
         self.gpu_policy: GpuPolicy | None = None
+        self.packing: set[object] = set()
         self.victim_guards: list[VictimGuardFn] = []
         self.reclaim_gates: list[ReclaimGateFn] = []
         self.reclaim_validators: list[ReclaimValidatorFn] = []

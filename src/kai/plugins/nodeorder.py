@@ -112,4 +112,9 @@ class NodeOrderPlugin:
         session.node_scores.append(resource_type_scores)
         session.node_scores.append(nominated_scores)
         if session.config.gpu_placement in ("binpack", "spread"):
-            session.set_gpu_policy(SharedGpuOrder())
+            policy = SharedGpuOrder()
+            session.set_gpu_policy(policy)
+            if session.config.gpu_placement == "binpack":
+                # for a whole-GPU task: the fewest free GPUs scaled into 0..9, FITS_IDLE beside it; no
+                # resource-type score, no nominated node, no shared-device bonus (Session.packing)
+                session.packing.update((placement_scores, resource_type_scores, nominated_scores, policy))

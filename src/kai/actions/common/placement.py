@@ -13,6 +13,7 @@ import numpy as np
 
 from kai.core import fit as fit_lib
 from kai.core.model import Job, Task, TaskStatus
+from kai.core.resources import GPU
 from kai.core.scores import FITS_IDLE
 from kai.core.session import Session
 from kai.core.statement import Statement
@@ -52,6 +53,28 @@ def _place(
     return None
 
 
+def _packs(session: Session, task: Task) -> bool:
+    """Whether the next pods of the gang like `task`, which went to a node's idle resources, may go to
+    the same node while they fit its idle resources without scoring every node again: the scores
+    pack whole GPUs (`Session.packing`); the caller checks that every node's free GPUs are whole
+    numbers (`_whole_free_gpus`)."""
+    if task.is_shared_gpu or task.nominated_node >= 0 or session.predicates:
+        return False
+    gpus = float(task.request[GPU])
+    if gpus <= 0 or not gpus.is_integer():
+        return False
+    if not all(score in session.packing for score in session.node_scores):
+        return False
+    return session.gpu_policy is None or session.gpu_policy in session.packing
+
+
+def _whole_free_gpus(session: Session) -> bool:
+    """Every node's free GPUs (idle or being released) are whole numbers, so the scaled bin-pack
+    scores of nodes with different free GPUs never round to equal. Placing whole GPUs keeps it so."""
+    free = session.idle[:, GPU] + np.maximum(session.releasing[:, GPU], 0.0)
+    return bool(np.array_equal(free, np.floor(free)))
+
+
 def place_tasks(session: Session, stmt: Statement, job: Job, tasks: Sequence[Task], *, why: bool = True) -> str | None:
     """Place a gang attempt; if any member had to be pipelined while the gang was short, pipeline all.
     `why=False`: on failure, no per-node reasons (see `place_task`)."""
@@ -60,13 +83,29 @@ def place_tasks(session: Session, stmt: Statement, job: Job, tasks: Sequence[Tas
     # pods with the same request and constraint (sharing no GPU) fit the same nodes: after one is
     # placed, only the node it went to is checked again
     fits: dict[tuple[bytes, int], fit_lib.Fit] = {}
+    # with packing scores, the node such pods go to stays the best while they fit its idle resources
+    packed: tuple[tuple[bytes, int], int] | None = None
+    whole: bool | None = None  # _whole_free_gpus, once asked
     for task in tasks:
         same = None if task.is_shared_gpu or session.predicates else (task.request.tobytes(), task.constraint)
         known = fits.get(same) if same is not None else None
         fit = fit_lib.find_fit(session, task) if known is None else dataclasses.replace(known, task=task)
+        if same is not None and packed is not None and packed[0] == same and task.nominated_node < 0:
+            node = packed[1]
+            if fit.now[node]:
+                stmt.place(task, node, pipelined=False, choice=None)
+                fits[same] = fit_lib.refit_node(session, fit, node, task)
+                continue
+        packed = None
         error = _place(session, stmt, task, fit, why=why)
         if error is None and same is not None:
-            fits[same] = fit_lib.refit_node(session, fit, int(session.node[task.index]), task)
+            node = int(session.node[task.index])
+            fits[same] = fit_lib.refit_node(session, fit, node, task)
+            if session.status[task.index] == TaskStatus.ALLOCATED and _packs(session, task):
+                whole = _whole_free_gpus(session) if whole is None else whole
+                packed = (same, node) if whole else None
+            else:
+                whole = None  # this placement may have left a fraction of a GPU free somewhere
         if error is not None:
             stmt.rollback(start)
             if len(tasks) > 1:
