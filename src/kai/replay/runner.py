@@ -156,7 +156,7 @@ def replay_seed(
     jobs = built.snapshot.jobs  # sorted by namespace/name: arrival order, by the a<index> names
     for i, job in enumerate(jobs):
         stmt = Statement(session, action="replay")
-        if place_tasks(session, stmt, job, session.pending_tasks(job)) is None:
+        if place_tasks(session, stmt, job, session.pending_tasks(job), why=False) is None:
             stmt.commit()
             placed[i] = True
         else:

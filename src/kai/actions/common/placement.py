@@ -77,41 +77,54 @@ def _whole_free_gpus(session: Session) -> bool:
 
 def place_tasks(session: Session, stmt: Statement, job: Job, tasks: Sequence[Task], *, why: bool = True) -> str | None:
     """Place a gang attempt; if any member had to be pipelined while the gang was short, pipeline all.
-    `why=False`: on failure, no per-node reasons (see `place_task`)."""
+    Returns None on success, else why it failed (`why=False`: without the per-node reasons)."""
     was_satisfied = session.gang_satisfied(job)
     start = stmt.checkpoint()
-    # pods with the same request and constraint (sharing no GPU) fit the same nodes: after one is
-    # placed, only the node it went to is checked again
-    fits: dict[tuple[bytes, int], fit_lib.Fit] = {}
+    # pods with the same request and constraint (sharing no GPU) fit the same nodes: the fit of the
+    # last one is kept, with the nodes placements changed since, and only those are checked again
+    fits: dict[tuple[bytes, int], tuple[fit_lib.Fit, set[int]]] = {}
     # with packing scores, the node such pods go to stays the best while they fit its idle resources
     packed: tuple[tuple[bytes, int], int] | None = None
     whole: bool | None = None  # _whole_free_gpus, once asked
     for task in tasks:
         same = None if task.is_shared_gpu or session.predicates else (task.request.tobytes(), task.constraint)
         known = fits.get(same) if same is not None else None
-        fit = fit_lib.find_fit(session, task) if known is None else dataclasses.replace(known, task=task)
-        if same is not None and packed is not None and packed[0] == same and task.nominated_node < 0:
-            node = packed[1]
-            if fit.now[node]:
-                stmt.place(task, node, pipelined=False, choice=None)
-                fits[same] = fit_lib.refit_node(session, fit, node, task)
-                continue
-        packed = None
-        error = _place(session, stmt, task, fit, why=why)
-        if error is None and same is not None:
-            node = int(session.node[task.index])
-            fits[same] = fit_lib.refit_node(session, fit, node, task)
-            if session.status[task.index] == TaskStatus.ALLOCATED and _packs(session, task):
-                whole = _whole_free_gpus(session) if whole is None else whole
-                packed = (same, node) if whole else None
-            else:
-                whole = None  # this placement may have left a fraction of a GPU free somewhere
+        if known is None:
+            fit = fit_lib.find_fit(session, task)
+        else:
+            fit = dataclasses.replace(known[0], task=task)
+            for changed in known[1]:
+                fit = fit_lib.refit_node(session, fit, changed, task)
+        if (
+            same is not None
+            and packed is not None
+            and packed[0] == same
+            and task.nominated_node < 0
+            and fit.now[packed[1]]
+        ):
+            stmt.place(task, packed[1], pipelined=False, choice=None)
+            error = None
+        else:
+            packed = None
+            error = _place(session, stmt, task, fit, why=why)
         if error is not None:
             stmt.rollback(start)
             if len(tasks) > 1:
                 gang = f"{len(tasks)} pods of the gang must start together"
                 return f"{gang}; pod {task.name} fits nowhere: {error}"
             return error
+        node = int(session.node[task.index])
+        for _, nodes in fits.values():
+            nodes.add(node)
+        if same is None:
+            continue
+        fits[same] = (fit, {node})
+        if packed is None:
+            if session.status[task.index] == TaskStatus.ALLOCATED and _packs(session, task):
+                whole = _whole_free_gpus(session) if whole is None else whole
+                packed = (same, node) if whole else None
+            else:
+                whole = None  # this placement may have left a fraction of a GPU free somewhere
     placed = [t.index for t in tasks]
     if not was_satisfied and bool(np.any(session.status[placed] == TaskStatus.PIPELINED)):
         stmt.convert_to_pipelined(set(placed))
