@@ -288,7 +288,8 @@ class DeviceState:
         gpu_model: IntArray,
         models: tuple[str, ...],
     ) -> DeviceState:
-        """A state from arrays the caller keeps consistent itself (copied and frozen, not validated)."""
+        """A state from arrays the caller keeps consistent itself (copied and frozen, not validated; an
+        array that is frozen already and owns its data is taken as it is: nothing can change it)."""
         state = object.__new__(cls)
         for name, value, dtype in (
             ("free_cpu", free_cpu, np.float64),
@@ -297,7 +298,8 @@ class DeviceState:
             ("gpu_count", gpu_count, np.int64),
             ("gpu_model", gpu_model, np.int64),
         ):
-            object.__setattr__(state, name, _frozen(np.array(value, dtype=dtype)))
+            kept = value.dtype == dtype and not value.flags.writeable and value.flags.owndata
+            object.__setattr__(state, name, value if kept else _frozen(np.array(value, dtype=dtype)))
         object.__setattr__(state, "models", models)
         return state
 

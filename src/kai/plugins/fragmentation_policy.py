@@ -65,6 +65,27 @@ def task_shape(session: Session, task: Task) -> fragmentation.TaskShape:
     )
 
 
+def task_shapes(session: Session) -> list[fragmentation.TaskShape]:
+    """`task_shape` of every task of the snapshot, by task index (computed once per distinct input)."""
+    known: dict[tuple[object, ...], fragmentation.TaskShape] = {}
+    out = []
+    for task in session.snapshot.tasks:
+        key = (
+            float(task.request[CPU]),
+            float(task.request[GPU]),
+            task.is_shared_gpu,
+            task.gpu_portion,
+            task.gpu_memory_mib,
+            task.gpu_devices,
+            task.constraint,
+        )
+        shape = known.get(key)
+        if shape is None:
+            shape = known[key] = task_shape(session, task)
+        out.append(shape)
+    return out
+
+
 def tie_ranks(names: tuple[str, ...]) -> Vector:
     """A fixed tie-breaker among nodes with equal FGD scores, smaller than one score step (0.09).
 
@@ -94,13 +115,15 @@ class FragmentationState:
             [model_index.get(labels.get(GPU_PRODUCT_LABEL, ""), -1) for labels in nodes.labels],
             dtype=np.int64,
         )
+        for fixed in (self.gpu_count, self.gpu_model):
+            fixed.setflags(write=False)  # never change: every DeviceState shares them
         width = max(1, int(self.gpu_count.max()) if nodes.count else 1)
         self.free_gpu = np.zeros((nodes.count, width))
         self.layout: list[list[str | None]] = [[] for _ in range(nodes.count)]  # row slot -> group (None: whole)
         self._seen = np.full(nodes.count, -1, dtype=np.int64)  # node versions the rows were built at
-        shapes = [task_shape(session, t) for t in snap.tasks]
-        distribution = fragmentation.TaskShapeDistribution.from_shapes(shapes)
-        self.target = distribution.target(models=self.models) if shapes else None
+        self.shapes = task_shapes(session)  # by task index
+        distribution = fragmentation.TaskShapeDistribution.from_shapes(self.shapes)
+        self.target = distribution.target(models=self.models) if self.shapes else None
         self._state: fragmentation.DeviceState | None = None
         self._base: fragmentation.NodeBase | None = None
 
@@ -141,9 +164,13 @@ class FragmentationState:
         changed = self.refresh()
         if self._state is None or changed.size:
             s = self.session
+            free_cpu = np.maximum(s.idle[:, CPU], 0.0)
+            free_memory = np.maximum(s.idle[:, MEMORY], 0.0) / MIB
+            for fresh in (free_cpu, free_memory):
+                fresh.setflags(write=False)  # new arrays no one else holds: the state takes them as they are
             self._state = fragmentation.DeviceState.unchecked(
-                free_cpu=np.maximum(s.idle[:, CPU], 0.0),
-                free_memory=np.maximum(s.idle[:, MEMORY], 0.0) / MIB,
+                free_cpu=free_cpu,
+                free_memory=free_memory,
                 free_gpu=self.free_gpu,
                 gpu_count=self.gpu_count,
                 gpu_model=self.gpu_model,
@@ -167,6 +194,16 @@ class _Remembered:
     feasible: npt.NDArray[np.bool_]
     delta: Vector
     devices: npt.NDArray[np.int64]
+    scaled: Vector  # the node score in the placement range (`_scaled`), 0 where infeasible
+
+
+def _scaled(feasible: npt.NDArray[np.bool_], delta: Vector) -> Vector:
+    """FGD's integer node scores (0..100) of the evaluated nodes scaled into the placement range
+    0..9; 0 where infeasible (node by node: any subset of nodes may be passed)."""
+    fgd = fragmentation.FgdScores(
+        feasible=feasible, delta=delta, devices=np.zeros((0, 0), np.int64), integer_scores=True
+    )
+    return np.where(feasible, np.clip(fgd.scores(), 0.0, 100.0) * MAX_PLACEMENT / 100.0, 0.0)
 
 
 class FragmentationPlugin:
@@ -195,18 +232,16 @@ class FragmentationPlugin:
     def node_bonus(self, session: Session, task: Task, fit: Fit) -> Vector:
         """FGD's node score for a GPU task, scaled into the placement range 0..9."""
         candidates = fit.later
-        scores = np.zeros(session.snapshot.nodes.count)
         assert self.view is not None
         if self.view.target is None:
-            return scores
-        fgd = self._evaluate(session, task_shape(session, task), float(task.request[MEMORY]) / MIB)
-        self._last = (task.index, np.asarray(fgd.devices))
-        node_scores = fgd.scores()  # 0..100, integer; -inf/0 where infeasible
-        scaled = np.where(fgd.feasible, np.clip(node_scores, 0.0, 100.0) * MAX_PLACEMENT / 100.0, 0.0)
-        return np.where(candidates, scaled + self.tie_rank, 0.0)
+            return np.zeros(session.snapshot.nodes.count)
+        known = self._evaluate(session, self.view.shapes[task.index], float(task.request[MEMORY]) / MIB)
+        self._last = (task.index, known.devices)
+        return np.where(candidates, known.scaled + self.tie_rank, 0.0)
 
-    def _evaluate(self, session: Session, shape: fragmentation.TaskShape, memory_mib: float) -> fragmentation.FgdScores:
-        """FGD scores of the shape on every node: the remembered rows, the changed nodes redone."""
+    def _evaluate(self, session: Session, shape: fragmentation.TaskShape, memory_mib: float) -> _Remembered:
+        """FGD's evaluation of the shape on every node: the remembered rows, the changed nodes redone.
+        Every value is computed node by node, so redoing some rows gives what redoing all would."""
         assert self.view is not None and self.view.target is not None
         state, base = self.view.current()
         versions = session.node_version
@@ -221,6 +256,7 @@ class FragmentationPlugin:
                 feasible=fgd.feasible.copy(),
                 delta=fgd.delta.copy(),
                 devices=fgd.devices.copy(),
+                scaled=_scaled(fgd.feasible, fgd.delta),
             )
         else:
             stale = np.flatnonzero(versions != known.versions)
@@ -237,13 +273,12 @@ class FragmentationPlugin:
                 known.feasible[stale] = part.feasible[stale]
                 known.delta[stale] = part.delta[stale]
                 known.devices[stale] = part.devices[stale]
+                known.scaled[stale] = _scaled(known.feasible[stale], known.delta[stale])
                 known.versions[stale] = versions[stale]
         self._remembered[key] = known  # most recently used last
         if len(self._remembered) > self.REMEMBERED_SHAPES:
             del self._remembered[next(iter(self._remembered))]
-        return fragmentation.FgdScores(
-            feasible=known.feasible, delta=known.delta, devices=known.devices, integer_scores=True
-        )
+        return known
 
     def devices(self, session: Session, task: Task, node: int, fit: Fit) -> gpu_devices.DeviceChoice | None:
         """The devices FGD picked on the chosen node, if they are still valid; None defers to gpupack."""
