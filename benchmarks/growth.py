@@ -18,6 +18,7 @@ from kai.core.snapshot_builder import build_snapshot
 from kai.scheduler import registry
 from kai.scheduler.cycle import open_session
 
+CLUSTERS = ("allocate", "busy")
 STEPS = ("snapshot", "session", "allocate", "consolidation", "reclaim", "preempt", "stalegangeviction")
 
 
@@ -60,11 +61,13 @@ def measure(name: str, cluster: Cluster) -> Row:
     return row
 
 
-def study(node_counts: Sequence[int]) -> list[Row]:
+def study(node_counts: Sequence[int], clusters: Sequence[str] = CLUSTERS) -> list[Row]:
     rows = []
     for nodes in node_counts:
-        rows.append(measure("allocate", allocate_cluster(nodes=nodes, pods=10 * nodes)))
-        rows.append(measure("busy", reclaim_cluster(nodes=nodes)))
+        if "allocate" in clusters:
+            rows.append(measure("allocate", allocate_cluster(nodes=nodes, pods=10 * nodes)))
+        if "busy" in clusters:
+            rows.append(measure("busy", reclaim_cluster(nodes=nodes)))
     return rows
 
 
@@ -84,8 +87,9 @@ def plot(rows: Sequence[Row], path: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
-    for ax, cluster in zip(axes, ("allocate", "busy"), strict=True):
+    shown = [c for c in CLUSTERS if any(r.cluster == c for r in rows)]
+    fig, axes = plt.subplots(1, len(shown), figsize=(5.5 * len(shown), 4.2), sharey=True, squeeze=False)
+    for ax, cluster in zip(axes[0], shown, strict=True):
         mine = [r for r in rows if r.cluster == cluster]
         nodes = [r.nodes for r in mine]
         for step in (*STEPS, "total"):
@@ -104,6 +108,6 @@ def plot(rows: Sequence[Row], path: str) -> None:
         )
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)
-    axes[0].set_ylabel("CPU seconds")
+    axes[0][0].set_ylabel("CPU seconds")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
