@@ -230,6 +230,9 @@ class Session:
         self.starts: list[JobStart] = []
         self.stale_marks: list[StaleMark] = []
         self.failed_signatures: set[tuple[object, ...]] = set()
+        # placement's memory of pods that fit no node: (task shape key, the sum of node_version when
+        # found, the fit error); while the sum is unchanged no node changed, so a like pod fails alike
+        self.fits_nowhere: dict[tuple[object, ...], tuple[int, str]] = {}
 
     # ----------------------------------------------------------------- extension points
     def refresh_shared_rooms(self, node: int) -> None:

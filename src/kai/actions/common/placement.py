@@ -75,6 +75,15 @@ def _whole_free_gpus(session: Session) -> bool:
     return bool(np.array_equal(free, np.floor(free)))
 
 
+def _nowhere_key(session: Session, task: Task, why: bool) -> tuple[object, ...] | None:
+    """What a task's fit and fit errors depend on besides the nodes (None: something else too, a
+    plugin predicate): pods with the same key fit the same nodes, or fail for the same reasons."""
+    if session.predicates:
+        return None
+    shape = (task.request.tobytes(), task.constraint, task.is_shared_gpu, task.gpu_portion, task.gpu_memory_mib)
+    return (*shape, task.gpu_devices, why)
+
+
 def place_tasks(session: Session, stmt: Statement, job: Job, tasks: Sequence[Task], *, why: bool = True) -> str | None:
     """Place a gang attempt; if any member had to be pipelined while the gang was short, pipeline all.
     Returns None on success, else why it failed (`why=False`: without the per-node reasons)."""
@@ -89,24 +98,32 @@ def place_tasks(session: Session, stmt: Statement, job: Job, tasks: Sequence[Tas
     for task in tasks:
         same = None if task.is_shared_gpu or session.predicates else (task.request.tobytes(), task.constraint)
         known = fits.get(same) if same is not None else None
-        if known is None:
-            fit = fit_lib.find_fit(session, task)
+        nowhere = _nowhere_key(session, task, why) if known is None else None
+        version = int(session.node_version.sum()) if nowhere is not None else 0
+        remembered = session.fits_nowhere.get(nowhere) if nowhere is not None else None
+        if remembered is not None and remembered[0] == version:
+            error: str | None = remembered[1]  # no node changed since a pod like it fit nowhere
         else:
-            fit = dataclasses.replace(known[0], task=task)
-            for changed in known[1]:
-                fit = fit_lib.refit_node(session, fit, changed, task)
-        if (
-            same is not None
-            and packed is not None
-            and packed[0] == same
-            and task.nominated_node < 0
-            and fit.now[packed[1]]
-        ):
-            stmt.place(task, packed[1], pipelined=False, choice=None)
-            error = None
-        else:
-            packed = None
-            error = _place(session, stmt, task, fit, why=why)
+            if known is None:
+                fit = fit_lib.find_fit(session, task)
+            else:
+                fit = dataclasses.replace(known[0], task=task)
+                for changed in known[1]:
+                    fit = fit_lib.refit_node(session, fit, changed, task)
+            if (
+                same is not None
+                and packed is not None
+                and packed[0] == same
+                and task.nominated_node < 0
+                and fit.now[packed[1]]
+            ):
+                stmt.place(task, packed[1], pipelined=False, choice=None)
+                error = None
+            else:
+                packed = None
+                error = _place(session, stmt, task, fit, why=why)
+                if error is not None and nowhere is not None:
+                    session.fits_nowhere[nowhere] = (version, error)
         if error is not None:
             stmt.rollback(start)
             if len(tasks) > 1:
