@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import shlex
 
 from click.testing import CliRunner
 
@@ -27,6 +28,20 @@ def kai(args: list[str], *, columns: int = 80) -> str:
 
 def scene(name: str) -> str:
     return str(SCENES / name)
+
+
+def scene_flags(name: str) -> list[str]:
+    """How far the scene's own `kai sim` command plays it (`--until-idle` or `--cycles N`), so a view
+    is checked at the moment the scene shows."""
+    from kai.cli.demo import find, load_scenes
+
+    found = find(load_scenes(), name)
+    assert found is not None, name
+    words = shlex.split(found.command)
+    if "--cycles" in words:
+        return ["--cycles", words[words.index("--cycles") + 1]]
+    assert "--until-idle" in words, found.command
+    return ["--until-idle"]
 
 
 def check(name: str, text: str) -> None:

@@ -6,7 +6,7 @@ import pathlib
 
 import pytest
 
-from tests.cli.golden import check, kai, scene
+from tests.cli.golden import check, kai, scene, scene_flags
 
 # (golden name, scene file, extra arguments): each view on the scene that exercises it most
 CASES = [
@@ -26,7 +26,7 @@ CASES = [
 @pytest.mark.parametrize("columns", [80, 120])
 @pytest.mark.parametrize(("name", "file", "extra"), CASES, ids=[c[0] for c in CASES])
 def test_table_matches_golden(name: str, file: str, extra: list[str], columns: int) -> None:
-    check(f"{name}-{columns}", kai(["sim", "-f", scene(file), "--until-idle", *extra], columns=columns))
+    check(f"{name}-{columns}", kai(["sim", "-f", scene(file), *scene_flags(file), *extra], columns=columns))
 
 
 def test_nothing_is_cut_at_80_columns() -> None:
