@@ -50,7 +50,7 @@ def estimate_starts(sim: Simulation, podgroups: Collection[str], *, horizon: flo
         if not remaining:
             break
     for key in sorted(remaining):
-        out[key] = Estimate(start=None, text=_no_start_text(fork, begin, horizon))
+        out[key] = Estimate(start=None, text=_no_start_text(fork, begin, horizon, names))
     return out
 
 
@@ -81,13 +81,13 @@ def _starts_text(at: float, begin: float, events: list[EventRecord], names: dict
     return f"{when}, once {' and '.join(parts)}"
 
 
-def _no_start_text(fork: Simulation, begin: float, horizon: float) -> str:
+def _no_start_text(fork: Simulation, begin: float, horizon: float, names: dict[str, str]) -> str:
     if fork.now > begin + horizon:
         return f"not within --max-time ({format_duration(horizon)})"
     endless = sorted(
         {
-            p.owner[1] if p.owner else p.pod.name
-            for p in fork.pods.values()
+            names.get(key) or (p.owner[1] if p.owner else p.pod.name)
+            for key, p in fork.pods.items()
             if p.ours and p.status == TaskStatus.RUNNING and p.finish_at is None
         }
     )
