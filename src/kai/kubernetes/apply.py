@@ -78,6 +78,7 @@ class EffectApplier:
                 if isinstance(effect, fx.RecordEvent) and effect.reason == fx.SCHEDULED and effect.object in bound
             }
             self._bind_gangs(binds, held=held, now=now)
+        unseen: set[str] = set()  # PodGroups not yet seen: their condition and its event wait a cycle
         for effect in effects:
             if isinstance(effect, fx.Bind):
                 continue
@@ -88,14 +89,19 @@ class EffectApplier:
             elif isinstance(effect, fx.AnnotatePodGroup):
                 self._annotate_podgroup(effect)
             elif isinstance(effect, fx.SetPodGroupCondition):
-                self._podgroup_condition(effect)
+                if not self._podgroup_condition(effect):
+                    unseen.add(f"PodGroup/{effect.podgroup}")
             elif isinstance(effect, fx.MarkPodUnschedulable):
                 self._pod_unschedulable(effect, now=now)
             elif isinstance(effect, fx.SetPodGroupResources):
                 self._podgroup_resources(effect)
             elif isinstance(effect, fx.SetQueueStatus):
                 self._queue_status(effect)
-            elif isinstance(effect, fx.RecordEvent) and held.get(effect.object) is not effect:
+            elif (
+                isinstance(effect, fx.RecordEvent)
+                and held.get(effect.object) is not effect
+                and effect.object not in unseen
+            ):
                 self._event(effect, now=now)
 
     async def drain(self) -> None:
@@ -219,17 +225,22 @@ class EffectApplier:
         patch = {"metadata": {"annotations": {effect.key: effect.value}}}
         self._spawn(self._write(self.writer.patch(resources.PODGROUPS, namespace, name, patch)))
 
-    def _podgroup_condition(self, effect: fx.SetPodGroupCondition) -> None:
+    def _podgroup_condition(self, effect: fx.SetPodGroupCondition) -> bool:
+        """Write the condition unless the PodGroup already shows it; False if the PodGroup is not seen
+        yet (made by the pod grouper this cycle): the next cycle decides its condition again."""
         raw = self._podgroup_raw(effect.podgroup)
         if raw is None:
-            return
+            return False
         desired = [effect.condition.as_status()] if effect.condition is not None else None
         current = (raw.get("status") or {}).get("schedulingConditions") or None
         if not self._changed("PodGroup", effect.podgroup, "schedulingConditions", desired, current, self._version(raw)):
-            return
+            return True
         namespace, name = _split(effect.podgroup)
         patch = {"status": {"schedulingConditions": desired}}
-        self._spawn(self._write(self.writer.patch(resources.PODGROUPS, namespace, name, patch, subresource="status")))
+        self.cache.assume_condition((namespace, name), effect.condition)
+        pending = self.writer.patch(resources.PODGROUPS, namespace, name, patch, subresource="status")
+        self._spawn(self._write_condition((namespace, name), effect.condition, pending))
+        return True
 
     def _podgroup_resources(self, effect: fx.SetPodGroupResources) -> None:
         raw = self._podgroup_raw(effect.podgroup)
@@ -311,8 +322,13 @@ class EffectApplier:
         self.counters.events += 1
         self._spawn(self._write(self.writer.create(resources.EVENTS, namespace or "default", body)))
 
-    async def _write(self, pending: Any) -> None:
+    async def _write(self, pending: Any) -> bool:
         outcome: Outcome = await pending
         self.counters.status_writes += 1
         if not outcome.ok:
             log.warning("write failed: %s", outcome.message)
+        return outcome.ok
+
+    async def _write_condition(self, key: tuple[str, str], condition: fx.Condition | None, pending: Any) -> None:
+        if not await self._write(pending):
+            self.cache.forget_condition(key, condition)

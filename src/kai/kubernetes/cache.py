@@ -240,6 +240,8 @@ class ClusterCache:
         self.nominated: dict[ObjectKey, Nomination] = {}
         self.bind_times: dict[ObjectKey, float] = {}
         self.assumed_podgroups: dict[ObjectKey, PodGroup] = {}  # created by the pod grouper, not yet seen
+        # scheduling conditions being written, not yet seen (`assume_condition`)
+        self.assumed_conditions: dict[ObjectKey, Condition | None] = {}
         self.assumed_members: dict[ObjectKey, tuple[str, str | None]] = {}  # pod -> (PodGroup, subgroup)
         self.ungrouped: set[ObjectKey] = set()  # pending pods of ours naming no PodGroup (the pod grouper's work)
         # bumped when a pod of ours starts waiting for a node: what gives a cluster with nothing
@@ -339,6 +341,10 @@ class ClusterCache:
         if group == "scheduling.run.ai" and kind == "PodGroup":
             old_raw = self.podgroup_raw.get(key)
             self.podgroup_raw[key] = obj
+            if key in self.assumed_conditions and _same_condition(
+                read_condition(obj.get("status")), self.assumed_conditions[key]
+            ):
+                del self.assumed_conditions[key]  # the watch caught up with the write
             was_assumed = self.assumed_podgroups.pop(key, None) is not None
             known_group, parsed_group = self.podgroups.get(key), parse_podgroup(obj, source=source)
             self.podgroups[key] = parsed_group
@@ -371,6 +377,7 @@ class ClusterCache:
         elif group == "scheduling.run.ai" and kind == "PodGroup":
             self.podgroups.pop(key, None)
             self.podgroup_raw.pop(key, None)
+            self.assumed_conditions.pop(key, None)
         elif group == "scheduling.k8s.io" and kind == "PriorityClass":
             self.priority_classes.pop(key[1], None)
 
@@ -504,6 +511,17 @@ class ClusterCache:
                 out.append(cached.raw)
         return out
 
+    def assume_condition(self, key: ObjectKey, condition: Condition | None) -> None:
+        """A PodGroup's scheduling condition is being written: the planner reads it as set until the
+        watch shows it (or the write fails for good), so the next cycle neither decides it again nor
+        announces its reason in a second Warning event. Not a change a cycle waits for."""
+        self.assumed_conditions[key] = condition
+
+    def forget_condition(self, key: ObjectKey, condition: Condition | None) -> None:
+        """The write of `condition` failed for good: the planner reads the PodGroup as it is again."""
+        if key in self.assumed_conditions and self.assumed_conditions[key] is condition:
+            del self.assumed_conditions[key]
+
     # ----------------------------------------------------------------- what the planner reads
     def plan_snapshot(self, states: Sequence[PodState]) -> PlanSnapshot:
         waiting: dict[str, list[str]] = {}
@@ -515,6 +533,11 @@ class ClusterCache:
             condition = read_condition(raw.get("status"))
             if condition is not None:
                 conditions[f"{key[0]}/{key[1]}"] = condition
+        for key, assumed in self.assumed_conditions.items():
+            if assumed is None:
+                conditions.pop(f"{key[0]}/{key[1]}", None)
+            else:
+                conditions[f"{key[0]}/{key[1]}"] = assumed
         children: dict[str, list[str]] = {}
         for queue in self.queues.values():
             if queue.parent is not None:
@@ -525,3 +548,10 @@ class ClusterCache:
             conditions=conditions,
             children=children,
         )
+
+
+def _same_condition(seen: Condition | None, written: Condition | None) -> bool:
+    """Whether the PodGroup shows the condition written (as the planner compares conditions)."""
+    if seen is None or written is None:
+        return seen is written
+    return (seen.reason, seen.message, seen.dominant) == (written.reason, written.message, written.dominant)
