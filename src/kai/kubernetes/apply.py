@@ -330,5 +330,5 @@ class EffectApplier:
         return outcome.ok
 
     async def _write_condition(self, key: tuple[str, str], condition: fx.Condition | None, pending: Any) -> None:
-        if not await self._write(pending):
-            self.cache.forget_condition(key, condition)
+        ok = await self._write(pending)
+        self.cache.condition_written(key, condition, ok=ok)

@@ -242,6 +242,7 @@ class ClusterCache:
         self.assumed_podgroups: dict[ObjectKey, PodGroup] = {}  # created by the pod grouper, not yet seen
         # scheduling conditions being written, not yet seen (`assume_condition`)
         self.assumed_conditions: dict[ObjectKey, Condition | None] = {}
+        self.written_conditions: set[ObjectKey] = set()  # of those, the ones the API server accepted
         self.assumed_members: dict[ObjectKey, tuple[str, str | None]] = {}  # pod -> (PodGroup, subgroup)
         self.ungrouped: set[ObjectKey] = set()  # pending pods of ours naming no PodGroup (the pod grouper's work)
         # bumped when a pod of ours starts waiting for a node: what gives a cluster with nothing
@@ -341,10 +342,13 @@ class ClusterCache:
         if group == "scheduling.run.ai" and kind == "PodGroup":
             old_raw = self.podgroup_raw.get(key)
             self.podgroup_raw[key] = obj
-            if key in self.assumed_conditions and _same_condition(
-                read_condition(obj.get("status")), self.assumed_conditions[key]
+            if key in self.assumed_conditions and (
+                key in self.written_conditions
+                or _same_condition(read_condition(obj.get("status")), self.assumed_conditions[key])
             ):
-                del self.assumed_conditions[key]  # the watch caught up with the write
+                # the watch caught up with the write (or brought the PodGroup as it is after it)
+                del self.assumed_conditions[key]
+                self.written_conditions.discard(key)
             was_assumed = self.assumed_podgroups.pop(key, None) is not None
             known_group, parsed_group = self.podgroups.get(key), parse_podgroup(obj, source=source)
             self.podgroups[key] = parsed_group
@@ -378,6 +382,7 @@ class ClusterCache:
             self.podgroups.pop(key, None)
             self.podgroup_raw.pop(key, None)
             self.assumed_conditions.pop(key, None)
+            self.written_conditions.discard(key)
         elif group == "scheduling.k8s.io" and kind == "PriorityClass":
             self.priority_classes.pop(key[1], None)
 
@@ -513,13 +518,20 @@ class ClusterCache:
 
     def assume_condition(self, key: ObjectKey, condition: Condition | None) -> None:
         """A PodGroup's scheduling condition is being written: the planner reads it as set until the
-        watch shows it (or the write fails for good), so the next cycle neither decides it again nor
-        announces its reason in a second Warning event. Not a change a cycle waits for."""
+        watch shows it, or any later version of the PodGroup once the write is accepted, so the next
+        cycle neither decides it again nor announces its reason in a second Warning event. Not a
+        change a cycle waits for."""
         self.assumed_conditions[key] = condition
+        self.written_conditions.discard(key)
 
-    def forget_condition(self, key: ObjectKey, condition: Condition | None) -> None:
-        """The write of `condition` failed for good: the planner reads the PodGroup as it is again."""
-        if key in self.assumed_conditions and self.assumed_conditions[key] is condition:
+    def condition_written(self, key: ObjectKey, condition: Condition | None, *, ok: bool) -> None:
+        """The write of `condition` ended: accepted, the next version the watch brings is the truth;
+        failed for good, the planner reads the PodGroup as it is again at once."""
+        if self.assumed_conditions.get(key, _NOT_ASSUMED) is not condition:
+            return  # a newer condition is being written
+        if ok:
+            self.written_conditions.add(key)
+        else:
             del self.assumed_conditions[key]
 
     # ----------------------------------------------------------------- what the planner reads
@@ -548,6 +560,9 @@ class ClusterCache:
             conditions=conditions,
             children=children,
         )
+
+
+_NOT_ASSUMED = object()
 
 
 def _same_condition(seen: Condition | None, written: Condition | None) -> bool:
