@@ -16,8 +16,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
+import numpy as np
+
 from kai.actions.common.job_order import JobsByQueue
-from kai.actions.common.victims import DepthCap, already_failed, signature
+from kai.actions.common.victims import DepthCap, already_failed, signature, with_pending
 from kai.api.fields import format_timestamp
 from kai.api.podgroup import format_duration
 from kai.core.decisions import JobStart
@@ -51,12 +53,12 @@ def pending_jobs(session: Session, *, preemptible_only: bool = False) -> list[Jo
     condition (one per job, however many actions ask).
     """
     out = []
-    for job in session.snapshot.jobs:
+    jobs = session.snapshot.jobs
+    for j in np.flatnonzero(with_pending(session)).tolist():
+        job = jobs[j]
         if job.problem is not None or job.queue < 0 or not job.can_preempt:
             continue
         if preemptible_only and not job.preemptible:
-            continue
-        if not session.has_pending(job):
             continue
         if within_preemption_delay(job, session.now):
             if not session.not_ready(job):

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from kai.core.model import Job, Task, TaskStatus
+from kai.core.model import ALIVE, Job, Task, TaskStatus
 from kai.core.resources import GPU, QUEUE_RESOURCE_NAMES
 from kai.core.session import NOTHING, Session
 
@@ -47,6 +47,23 @@ def is_candidate(session: Session, job: Job) -> bool:
         return False
     running = len(running_tasks(session, job))
     return running > 0 and running == session.alive_count(job)
+
+
+def with_pending(session: Session) -> npt.NDArray[np.bool_]:
+    """`Session.has_pending` of every job at once [J]."""
+    pending = _memo(session).task_job[session.status == TaskStatus.PENDING]
+    return np.bincount(pending, minlength=len(session.snapshot.jobs)) > 0
+
+
+def candidates(session: Session) -> npt.NDArray[np.bool_]:
+    """`is_candidate` of every job at once [J]: its running pods counted against its alive pods."""
+    memo = _memo(session)
+    jobs = len(session.snapshot.jobs)
+    status = session.status
+    running = np.bincount(memo.task_job[status == TaskStatus.RUNNING], minlength=jobs)
+    alive = np.bincount(memo.task_job[np.isin(status, _ALIVE)], minlength=jobs)
+    out: npt.NDArray[np.bool_] = memo.eligible & (running > 0) & (running == alive)
+    return out
 
 
 def protected_by_guards(session: Session, action: str, preemptor: Job, victim: Job) -> bool:
@@ -82,15 +99,33 @@ def _bucket(job: Job, alive_total: int) -> int:
     return 1 if alive_total == job.min_member else 2
 
 
-_PLANS: weakref.WeakKeyDictionary[Session, dict[int, tuple[bytes, tuple[PlanStep, ...]]]] = weakref.WeakKeyDictionary()
+_ALIVE = np.array(sorted(ALIVE), dtype=np.int8)
 
 
-def _plans_of(session: Session) -> dict[int, tuple[bytes, tuple[PlanStep, ...]]]:
-    """The session's victim plans, per job, with the state of its pods they were made in."""
-    plans = _PLANS.get(session)
-    if plans is None:
-        plans = _PLANS[session] = {}
-    return plans
+@dataclass(slots=True)
+class _Memo:
+    """What every victim pool of a session shares: per task its job, per job whether it may ever be a
+    victim (preemptible, in a queue), and the victim plans per job with the state of its pods they were
+    made in."""
+
+    task_job: npt.NDArray[np.int64]
+    eligible: npt.NDArray[np.bool_]
+    plans: dict[int, tuple[bytes, tuple[PlanStep, ...]]]
+
+
+_MEMOS: weakref.WeakKeyDictionary[Session, _Memo] = weakref.WeakKeyDictionary()
+
+
+def _memo(session: Session) -> _Memo:
+    memo = _MEMOS.get(session)
+    if memo is None:
+        snapshot = session.snapshot
+        memo = _MEMOS[session] = _Memo(
+            task_job=np.array([t.job for t in snapshot.tasks], dtype=np.int64),
+            eligible=np.array([job.preemptible and job.queue >= 0 for job in snapshot.jobs], dtype=np.bool_),
+            plans={},
+        )
+    return memo
 
 
 class VictimPool:
@@ -105,14 +140,16 @@ class VictimPool:
         """`admit` keeps jobs out of the pool altogether (they never enter the victim order)."""
         self.session = session
         self.by_queue: dict[int, list[tuple[tuple[int, int, float, int], Job]]] = {}
-        for job in session.snapshot.jobs:
-            if admit(job) and is_candidate(session, job):
+        jobs = session.snapshot.jobs
+        for j in np.flatnonzero(candidates(session)).tolist():
+            job = jobs[j]
+            if admit(job):
                 key = (job.priority, _bucket(job, session.alive_count(job)), -job.creation, -job.index)
                 self.by_queue.setdefault(job.queue, []).append((key, job))
         for entries in self.by_queue.values():
             entries.sort(key=lambda e: e[0])
 
-        self._plans = _plans_of(session)
+        self._plans = _memo(session).plans
 
     @property
     def queues(self) -> list[int]:
