@@ -265,28 +265,30 @@ class Gang:
     created: float
 
 
-def allocate_gangs(*, pods: int, queues: int = 20, seed: int = 0) -> list[Gang]:
-    """Gangs of 1..64 pods of 1, 2, 4 or 8 GPUs until `pods` pods, dealt round-robin over the queues."""
+def allocate_gangs(*, pods: int, queues: int = 20, seed: int = 0, largest: int = 64) -> list[Gang]:
+    """Gangs of 1..64 pods (1..`largest`) of 1, 2, 4 or 8 GPUs until `pods` pods, dealt round-robin over
+    the queues."""
     rng = np.random.default_rng(seed)
     gangs: list[Gang] = []
     made = 0
     while made < pods:
         g = len(gangs)
-        size = min(pods - made, int(rng.integers(1, 65)))
+        size = min(pods - made, int(rng.integers(1, largest + 1)))
         gpus = int(rng.choice([1, 2, 4, 8]))
         gangs.append(Gang(name=f"job-{g:06d}", queue=f"q{g % queues:03d}", size=size, gpus=gpus, created=float(g)))
         made += size
     return gangs
 
 
-def allocate_cluster(*, nodes: int, pods: int, queues: int = 20, seed: int = 0) -> Cluster:
-    """Target 1's cluster as typed objects (the same one `allocate_manifests` writes as JSON)."""
+def allocate_cluster(*, nodes: int, pods: int, queues: int = 20, seed: int = 0, largest: int = 64) -> Cluster:
+    """Target 1's cluster as typed objects (the same one `allocate_manifests` writes as JSON); gangs of
+    at most `largest` pods."""
     queue_objs = [_queue("root", None, 0.0, -1.0)]
     share = nodes * GPUS_PER_NODE / queues
     queue_objs += [_queue(f"q{q:03d}", "root", float(q + 1), share) for q in range(queues)]
     groups: list[PodGroup] = []
     states: list[PodState] = []
-    for gang in allocate_gangs(pods=pods, queues=queues, seed=seed):
+    for gang in allocate_gangs(pods=pods, queues=queues, seed=seed, largest=largest):
         groups.append(
             _group(gang.name, queue=gang.queue, created=gang.created, min_member=gang.size, priority_class="train")
         )

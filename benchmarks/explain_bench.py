@@ -1,21 +1,25 @@
 """What explaining costs: the reasons of every waiting job, and the dry cycles that verify fixes.
 
-On target 1's cluster (N nodes x 8 GPUs, 20 queues, M pending pods in gangs, seed 0), after one full
-cycle, this measures:
+On target 1's cluster (N nodes x 8 GPUs, 20 queues, M pending pods in gangs of up to 64 pods, or
+of up to `--largest` for a cluster where thousands of jobs wait; seed 0), after one full cycle,
+this measures:
 
 * the cycle itself (all actions);
 * reasons and positions of every waiting job (no dry run): what `kai explain queue` pays;
-* what `kai sim` (and `kai run`) add to each cycle for its conditions (`engine.explain_cycle`: the 16
-  waiting jobs the cycle would try first, with a first verified fix while the cycle's dry runs last:
-  at most 16, fewer on big clusters, `engine.cycle_dry_runs`);
-* the same without dry runs: what `kai run` adds to a busy cycle (one that binds or evicts);
+* what every cycle of `kai sim` and `kai run` adds for its conditions: every waiting job's reasons
+  (`engine.explain_cycle` with no dry run; a busy `kai run` cycle, one that binds or evicts, pays
+  only this);
+* what a `kai run` cycle at rest adds: those reasons and its budget of dry runs
+  (`CycleExplainer.dry_runs`: one at least, more on small clusters, each about a cycle), and how many
+  cycles at rest on the unchanged cluster it takes until every waiting job carries its first fix
+  or is known to have none (the later ones explain only the jobs still without, as
+  `kai.cluster.explaining.CycleExplainer` does; they run until then or for `--rest-seconds` of CPU,
+  and the rest is estimated at the pace of those run);
 * one `kai explain podgroup` of the first waiting job with its full budget of dry cycles.
 
-Each dry cycle is a full cycle on a changed copy of the snapshot, so a verified suggestion costs
-about one cycle. `kai run` pays the per-cycle explaining only when the cluster changed since the
-last explained cycle (`kai.kubernetes.runner.Scheduler._explain` reuses it otherwise). Times are CPU
-seconds. Run with `python -m benchmarks.explain_bench --nodes 100 --pods 2000`; `python -m benchmarks
---only 9` reports the per-cycle figures.
+A cycle on an unchanged cluster whose waiting jobs all have their fix reuses the last explanations
+and pays nothing. Times are CPU seconds. Run with `python -m benchmarks.explain_bench --nodes 100
+--pods 2000`; `python -m benchmarks --only 9` reports the per-cycle figures.
 """
 
 from __future__ import annotations
@@ -26,9 +30,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from benchmarks.clusters import NOW, Cluster, allocate_cluster
+from kai.cluster import explaining
 from kai.core.session import SchedulerConfig
 from kai.core.snapshot_builder import build_snapshot
-from kai.explain import engine, model, position
+from kai.explain import analysis, engine, model
 from kai.scheduler.cycle import run_actions
 
 
@@ -67,8 +72,8 @@ def _facts(cluster: Cluster) -> model.Facts:
     return model.Facts(workloads=workloads, pod_owners={}, priority_classes=classes, objects=raw.get)
 
 
-def measure(*, nodes: int, pods: int) -> dict[str, float]:
-    cluster = allocate_cluster(nodes=nodes, pods=pods)
+def measure(*, nodes: int, pods: int, largest: int = 64, rest_seconds: float = 10.0) -> dict[str, float]:
+    cluster = allocate_cluster(nodes=nodes, pods=pods, largest=largest)
     built = build_snapshot(
         now=NOW,
         nodes=cluster.nodes,
@@ -79,29 +84,45 @@ def measure(*, nodes: int, pods: int) -> dict[str, float]:
         priority_classes=cluster.priority_classes,
     )
     config = SchedulerConfig()
+    facts = _facts(cluster)
     t = time.process_time()
     session = run_actions(built.snapshot, config)
     cycle = time.process_time() - t
-    ctx = engine.context(snapshot=built.snapshot, config=config, session=session, facts=_facts(cluster))
-    waiting = [j for j in built.snapshot.jobs if position.waiting(session, j)]
+    ctx = engine.context(snapshot=built.snapshot, config=config, session=session, facts=facts)
+    waiting = engine.waiting_jobs(session)
 
     t = time.process_time()
     for job in waiting:
         engine.explain_job(ctx, job, budget=0)
     reasons = time.process_time() - t
 
-    ctx = engine.context(snapshot=built.snapshot, config=config, session=session, facts=_facts(cluster), thorough=False)
-    t = time.process_time()
-    explained = engine.explain_cycle(ctx, engine.cycle_jobs(engine.waiting_jobs(session)))
-    per_cycle = time.process_time() - t
-    verified = sum(1 for e in explained.values() if e.suggestions)
+    def cycle_context() -> analysis.Context:
+        return engine.context(snapshot=built.snapshot, config=config, session=session, facts=facts, thorough=False)
 
-    ctx = engine.context(snapshot=built.snapshot, config=config, session=session, facts=_facts(cluster), thorough=False)
     t = time.process_time()
-    engine.explain_cycle(ctx, engine.cycle_jobs(engine.waiting_jobs(session)), dry_runs=0)
+    engine.explain_cycle(cycle_context(), waiting, dry_runs=0)
     busy_cycle = time.process_time() - t
 
-    ctx = engine.context(snapshot=built.snapshot, config=config, session=session, facts=_facts(cluster))
+    # cycles at rest on the same cluster, as kai run's: the first explains every waiting job, the next
+    # only those whose fix is still unknown
+    explainer = explaining.CycleExplainer()
+    rest: list[float] = []
+    dry_runs = explainer.dry_runs(built.snapshot, busy=False)
+    while len(rest) < 2 or sum(rest) < rest_seconds:
+        standing, chosen = explainer.plan(0, waiting, busy=False)
+        if standing is not None:
+            break
+        t = time.process_time()
+        found = engine.explain_cycle(cycle_context(), chosen, dry_runs=dry_runs, known=explainer.fixes.known(0))
+        explainer.record(0, waiting, chosen, found)
+        rest.append(time.process_time() - t)
+    assert explainer.last is not None
+    last = explainer.last[2]
+    done = [search for search in explainer.fixes.searches.values() if search.done]
+    sought = len(done)
+    fixed = sum(1 for search in done if search.found is not None)
+    per_cycle_sought = sought / max(1, len(rest))
+
     t = time.process_time()
     first = engine.explain_job(ctx, waiting[0], budget=engine.DRY_RUNS_PER_JOB) if waiting else None
     one = time.process_time() - t
@@ -112,10 +133,17 @@ def measure(*, nodes: int, pods: int) -> dict[str, float]:
         "waiting": len(waiting),
         "cycle": cycle,
         "reasons": reasons,
-        "per_cycle": per_cycle,
         "busy_cycle": busy_cycle,
-        "verified": verified,
-        "dry_runs": engine.cycle_dry_runs(built.snapshot),
+        "first_rest": rest[0] if rest else 0.0,
+        "later_rest": sum(rest[1:]) / max(1, len(rest) - 1) if len(rest) > 1 else 0.0,
+        "rest_cycles": len(rest),
+        "converged": 0.0 if last.unsought else 1.0,
+        "dry_runs": dry_runs,
+        "sought": sought,
+        "verified": fixed,
+        "unsought": len(last.unsought),
+        # cycles at rest until every waiting job was looked at, at the pace of those run
+        "to_converge": len(rest) if not last.unsought else len(rest) + len(last.unsought) / max(per_cycle_sought, 1e-9),
         "one": one,
         "suggestions": len(first.suggestions) if first is not None else 0,
     }
@@ -123,20 +151,32 @@ def measure(*, nodes: int, pods: int) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--nodes", type=int, nargs="+", default=[100, 1000])
-    parser.add_argument("--pods", type=int, nargs="+", default=[2000, 10000])
+    parser.add_argument("--nodes", type=int, nargs="+", default=[100, 1000, 1000])
+    parser.add_argument("--pods", type=int, nargs="+", default=[2000, 10000, 20000])
+    parser.add_argument("--largest", type=int, nargs="+", default=[64, 64, 8], help="largest gang, per size")
+    parser.add_argument("--rest-seconds", type=float, default=10.0, help="CPU seconds of cycles at rest to run")
     args = parser.parse_args()
     print(
-        "| nodes | pending pods | waiting jobs after the cycle | full cycle | reasons of all waiting jobs "
-        "| per-cycle explaining (dry runs allowed) | kai explain podgroup (6 dry cycles) |"
+        "| nodes | pending pods | waiting jobs | full cycle | reasons of all waiting jobs (kai explain queue) "
+        "| every cycle: reasons of all waiting jobs | a cycle at rest: dry runs, first / later cycles "
+        "| jobs looked at / with a fix | cycles at rest until all are | kai explain podgroup (6 dry cycles) |"
     )
-    print("|---:|---:|---:|---:|---:|---:|---:|")
-    for nodes, pods in zip(args.nodes, args.pods, strict=True):
-        row = measure(nodes=nodes, pods=pods)
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for nodes, pods, largest in zip(args.nodes, args.pods, args.largest, strict=True):
+        row = measure(nodes=nodes, pods=pods, largest=largest, rest_seconds=args.rest_seconds)
+        cycle = max(row["cycle"], 1e-9)
+        converge = (
+            f"{int(row['to_converge'])}"
+            if row["converged"]
+            else f"about {row['to_converge']:,.0f} ({int(row['rest_cycles'])} run)"
+        )
         print(
             f"| {nodes:,} | {pods:,} | {int(row['waiting']):,} | {row['cycle']:.2f} s | {row['reasons']:.2f} s "
-            f"| {row['per_cycle']:.2f} s ({int(row['dry_runs'])}; {int(row['verified'])} fixes) | {row['one']:.2f} s "
-            f"({int(row['suggestions'])} suggestions) |"
+            f"| {row['busy_cycle']:.2f} s ({row['busy_cycle'] / cycle:.2f}x) "
+            f"| {int(row['dry_runs'])}: {row['first_rest']:.2f} s ({row['first_rest'] / cycle:.2f}x) / "
+            f"{row['later_rest']:.2f} s ({row['later_rest'] / cycle:.2f}x) "
+            f"| {int(row['sought'])} / {int(row['verified'])} | {converge} "
+            f"| {row['one']:.2f} s ({int(row['suggestions'])} suggestions) |"
         )
 
 

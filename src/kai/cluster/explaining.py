@@ -7,11 +7,13 @@ pod (the owner chain the pod grouper walks), whether a workload's queue label is
 grouper's own hint), the priority classes, and a lookup of the objects as they were applied (for
 merge patches). Pure.
 
-Every cycle, the waiting PodGroups the cycle would try first (the session's job order) are
-explained, `engine.CYCLE_EXPLAINED` of them, with their first verified fix while the cycle's budget of
-dry cycles lasts (`engine.cycle_dry_runs`: fewer on bigger clusters, where a dry cycle costs more);
-the others keep the cycle's own words. A cycle's cost stays bounded however many jobs wait;
-`kai explain` looks at any job on demand.
+Every cycle, every waiting PodGroup is explained: its reasons in explain's words (no dry run
+needed), and its first verified fix where one is known. Fixes cost dry cycles, so a cycle spends a
+bounded budget of them (`engine.cycle_dry_runs`, or what the adapter hands in), at most
+`engine.CYCLE_DRY_RUNS_PER_JOB` per group, on the groups in line that have none yet; an adapter
+whose cycles repeat on an unchanged cluster (kai run) keeps what was found in a `FixMemory`, so
+every waiting group comes to carry its fix however many wait. `kai explain` looks at any job on
+demand.
 
 `kai explain`'s PodGroup and queue documents are built here for every adapter; each adapter says
 when a waiting job would start (`Estimator`): the simulator simulates forward, a live cluster names
@@ -31,7 +33,7 @@ from kai.cluster.state import ClusterState
 from kai.core.decisions import CycleResult
 from kai.core.model import Job, Snapshot
 from kai.core.session import SchedulerConfig, Session
-from kai.explain import analysis, engine, model, render
+from kai.explain import analysis, engine, model, render, suggest
 from kai.explain import queues as queue_views
 from kai.podgrouper import model as grouper_model
 from kai.podgrouper import queues, top_owner
@@ -128,32 +130,130 @@ def facts(
 def cycle_explanations(
     state: ClusterState, config: SchedulerConfig, snapshot: Snapshot, session: Session
 ) -> dict[str, model.Explanation]:
-    """Explanations of the PodGroups that wait after a cycle (by namespace/name), for its conditions."""
-    chosen = engine.cycle_jobs(engine.waiting_jobs(session))
-    if not chosen:
+    """Explanations of the PodGroups that wait after a cycle (by namespace/name), for its conditions:
+    every one's reasons, and first fixes while the cycle's dry runs last (`engine.explain_cycle`)."""
+    waiting = engine.waiting_jobs(session)
+    if not waiting:
         return {}
-    return engine.explain_cycle(cycle_context(state, config, snapshot, session, chosen), chosen)
+    return engine.explain_cycle(cycle_context(state, config, snapshot, session, waiting), waiting).explanations
 
 
 def cycle_context(
     state: ClusterState, config: SchedulerConfig, snapshot: Snapshot, session: Session, chosen: Sequence[Job]
 ) -> analysis.Context:
     """What `engine.explain_cycle` reads for the chosen jobs: the facts of their pods only (a cycle's
-    cost does not grow with every pod of the cluster). Reads the cluster state: an adapter whose state
-    changes under it calls this where it is not changing (kai run: on its event loop)."""
+    cost does not grow with the pods that do not wait). Reads the cluster state: an adapter whose
+    state changes under it calls this where it is not changing (kai run: on its event loop)."""
     pods = [(snapshot.tasks[t].key, job.name) for job in chosen for t in job.tasks]
     return engine.context(
         snapshot=snapshot, config=config, session=session, facts=facts(state, config, pods), thorough=False
     )
 
 
+@dataclasses.dataclass(slots=True)
+class FixMemory:
+    """How far cycles have searched for each waiting PodGroup's first fix (`suggest.Search`: the fix,
+    or that none works within its dry runs, or how many candidates failed so far), for as long as
+    the cluster stays as it was when they searched.
+
+    `version` is the adapter's version of its state (kai run: the cache's, which moves whenever
+    anything a cycle reads changes); a search on one version counts on that version only, so what a
+    condition calls verified was verified on the cluster as it is. A search for a job whose reasons
+    end with the clock (a preemption delay) is not kept.
+    """
+
+    version: object = None
+    searches: dict[str, suggest.Search] = dataclasses.field(default_factory=dict)
+
+    def known(self, version: object) -> Mapping[str, suggest.Search]:
+        """The searches made on this version of the state, by PodGroup namespace/name."""
+        return self.searches if version == self.version else {}
+
+    def remember(self, version: object, explained: engine.CycleExplanations) -> None:
+        """Keep how far a cycle on this version took its searches, for the groups still waiting."""
+        if version != self.version:
+            self.version, self.searches = version, {}
+        for key, search in explained.searches.items():
+            if not timed(explained.explanations[key]):
+                self.searches[key] = search
+        for key in [k for k in self.searches if k not in explained.explanations]:
+            del self.searches[key]
+
+
+def timed(explanation: model.Explanation) -> bool:
+    """Whether an explanation holds a reason that ends with the clock rather than with a change."""
+    return any(r.token == model.PREEMPTION_DELAY_NOT_ELAPSED for r in explanation.reasons)
+
+
+@dataclasses.dataclass(slots=True)
+class CycleExplainer:
+    """What an adapter's cycles say of the waiting jobs when they repeat on a cluster that may not
+    have changed (kai run), and what that costs:
+
+    * a `busy` cycle (it bound or evicted pods: a backlog being worked through) gives reasons
+      without new fixes: the cluster it explains is gone by the next cycle, and dry cycles would
+      multiply the cost of every cycle of the backlog;
+    * a cycle at rest spends `dry_runs` dry cycles (one at least, however large the cluster) on the
+      jobs in line whose fix is not yet known, and `fixes` keeps what they found while the state's
+      version stays the same: on a cluster at rest every waiting job comes to carry its fix, a few
+      more each cycle;
+    * a cycle on the same version as the last one, with the same jobs waiting, keeps the last
+      explanations (the same objects give the same reasons) and only explains the jobs whose fix is
+      still unknown. A reason that ends with the clock (a preemption delay) is worked out again every
+      cycle.
+    """
+
+    fixes: FixMemory = dataclasses.field(default_factory=FixMemory)
+    last: tuple[object, tuple[str, ...], engine.CycleExplanations] | None = None
+
+    def plan(
+        self, version: object, waiting: Sequence[Job], *, busy: bool
+    ) -> tuple[dict[str, model.Explanation] | None, Sequence[Job]]:
+        """(The last explanations if they stand for this cycle, else None; the jobs to explain.)"""
+        if not waiting:
+            self.last = None
+            return {}, ()
+        last = self.last
+        if last is None or last[:2] != (version, tuple(j.key for j in waiting)):
+            return None, waiting
+        if any(timed(e) for e in last[2].explanations.values()):
+            return None, waiting
+        if busy or not last[2].unsought:
+            return last[2].explanations, ()
+        unsought = set(last[2].unsought)
+        return None, [job for job in waiting if job.key in unsought]
+
+    @staticmethod
+    def dry_runs(snapshot: Snapshot, *, busy: bool) -> int:
+        """The dry cycles a cycle may spend on fixes: none when busy, else the engine's budget and one
+        at least (a dry cycle costs about one cycle)."""
+        return 0 if busy else max(1, engine.cycle_dry_runs(snapshot))
+
+    def record(
+        self, version: object, waiting: Sequence[Job], chosen: Sequence[Job], found: engine.CycleExplanations
+    ) -> dict[str, model.Explanation]:
+        """Keep what the cycle found (`engine.explain_cycle` of the jobs `plan` chose); its explanations
+        of every waiting job."""
+        self.fixes.remember(version, found)
+        keys = tuple(j.key for j in waiting)
+        last = self.last
+        if last is not None and last[:2] == (version, keys) and len(chosen) < len(waiting):
+            # only the jobs whose fix was unknown were explained again: the others' words stand
+            explanations = {**last[2].explanations, **found.explanations}
+            found = engine.CycleExplanations(
+                explanations=explanations, searches=found.searches, unsought=found.unsought
+            )
+        self.last = (version, keys, found)
+        return found.explanations
+
+
 def pending_reasons(
     waiting: Sequence[Job], result: CycleResult, explanations: Mapping[str, model.Explanation]
 ) -> dict[str, tuple[str, str]]:
     """Each PodGroup waiting after a cycle (`engine.waiting_jobs`): its queue and the reason its
-    condition gives, by namespace/name. The explanation's dominant reason where the cycle explained the
-    group (the first `engine.CYCLE_EXPLAINED` in line); else the cycle's own reason (KAI's token, as
-    the condition of a group the cycle did not explain says); else `Unschedulable`."""
+    condition gives, by namespace/name: the explanation's dominant reason (every waiting group is
+    explained); else, for a group with no reason to give, the cycle's own reason (KAI's token); else
+    `Unschedulable`."""
     own = {c.podgroup: c.reason for c in result.conditions}
     out: dict[str, tuple[str, str]] = {}
     for job in waiting:

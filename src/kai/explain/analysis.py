@@ -117,10 +117,11 @@ def _shape(task: Task) -> tuple[object, ...]:
     return (task.request.tobytes(), task.gpu_portion, task.gpu_devices, task.gpu_memory_mib, task.constraint)
 
 
-def job_reasons(ctx: Context, job: Job) -> list[model.Reason]:
-    """Every reason that holds for a job with pending pods, dominant first."""
+def job_reasons(ctx: Context, job: Job, state: str | None = None) -> list[model.Reason]:
+    """Every reason that holds for a job with pending pods, dominant first (`state`: its `phase`, if
+    known)."""
     session = ctx.session
-    if phase(session, job) == model.PIPELINED:
+    if (phase(session, job) if state is None else state) == model.PIPELINED:
         return [_waiting_for_victims(ctx, job)]
     found: list[model.Reason] = []
     found += _queue_reasons(ctx, job)

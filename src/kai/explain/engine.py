@@ -1,22 +1,39 @@
 """The explanation engine: per PodGroup, its phase, reasons, verified suggestions and position.
 
 Pure: `explain` reads a cycle's snapshot, the session its actions left (`run_actions`) and the
-adapter's facts, and returns `Explanation`s. The estimated start is the adapter's to add (the
+adapter's facts, and returns `Explanation`s; `explain_cycle` is what a cycle's conditions say of
+every waiting job, with fixes from a bounded budget of dry cycles and from what the adapter
+remembers. The estimated start is the adapter's to add (the
 simulator simulates forward; a live cluster has no durations to simulate with).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import dataclasses
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 from kai.core.model import Job, Snapshot
 from kai.core.session import SchedulerConfig, Session
 from kai.explain import analysis, model, position, suggest
 
 DRY_RUNS_PER_JOB = 6  # suggestion dry cycles per job in `kai explain`
-CYCLE_EXPLAINED = 16  # waiting jobs a cycle explains for its conditions
-CYCLE_DRY_RUNS_PER_JOB = 3  # dry cycles one of them may spend on its first fix
-CYCLE_DRY_RUN_PODS = 2_000  # a cycle's dry runs: about one cycle of this many pods (16 at most)
+CYCLE_DRY_RUNS_PER_JOB = 3  # dry cycles a waiting job may spend on its first fix in a cycle
+CYCLE_DRY_RUN_PODS = 2_000  # a cycle's dry runs: about one cycle of this many pods
+
+
+@dataclass(frozen=True, slots=True)
+class CycleExplanations:
+    """What a cycle says of its waiting jobs (`explain_cycle`).
+
+    `explanations`: every waiting job with a reason, by PodGroup namespace/name; `searches`: how far
+    this cycle took the search for each job's first fix, for the adapter to remember while the
+    cluster stays as it is; `unsought`: the jobs whose search is not done, in line.
+    """
+
+    explanations: dict[str, model.Explanation]
+    searches: dict[str, suggest.Search]
+    unsought: tuple[str, ...]
 
 
 def context(
@@ -26,28 +43,19 @@ def context(
     return analysis.Context(snapshot=snapshot, config=config, session=session, facts=facts, thorough=thorough)
 
 
-def explain_job(
-    ctx: analysis.Context,
-    job: Job,
-    *,
-    budget: int,
-    first_only: bool = False,
-    with_position: bool = True,
-    shared: suggest.DryRuns | None = None,
-) -> model.Explanation:
+def explain_job(ctx: analysis.Context, job: Job, *, budget: int, with_position: bool = True) -> model.Explanation:
     """One PodGroup: why it waits (nothing if it runs), what would make it run, where it stands.
 
-    `budget` caps the dry cycles spent verifying suggestions (and `shared`, a budget several jobs draw
-    on); `first_only` stops at the first verified one (what a condition shows); `with_position` also
+    `budget` caps the dry cycles spent verifying suggestions (0: reasons only); `with_position` also
     works out its place in its queue.
     """
     session = ctx.session
     state = analysis.phase(session, job)
     waits = session.has_pending(job) or state == model.PIPELINED
-    reasons = analysis.job_reasons(ctx, job) if waits else []
+    reasons = analysis.job_reasons(ctx, job, state) if waits else []
     found: tuple[model.Suggestion, ...] = ()
-    if reasons and state == model.PENDING and budget > 0 and (shared is None or shared.left > 0):
-        found = suggest.suggestions(ctx, job, reasons, budget=budget, first_only=first_only, shared=shared)
+    if reasons and state == model.PENDING and budget > 0:
+        found = suggest.suggestions(ctx, job, reasons, budget=budget)
     return model.Explanation(
         namespace=job.namespace,
         name=job.name,
@@ -61,15 +69,11 @@ def explain_job(
 
 
 def explain(
-    ctx: analysis.Context,
-    jobs: Iterable[Job] | None = None,
-    *,
-    budget: int = DRY_RUNS_PER_JOB,
-    first_only: bool = False,
+    ctx: analysis.Context, jobs: Iterable[Job] | None = None, *, budget: int = DRY_RUNS_PER_JOB
 ) -> dict[str, model.Explanation]:
     """Explanations by PodGroup namespace/name, for the given jobs (default: every job)."""
     chosen = ctx.snapshot.jobs if jobs is None else jobs
-    return {job.key: explain_job(ctx, job, budget=budget, first_only=first_only) for job in chosen}
+    return {job.key: explain_job(ctx, job, budget=budget) for job in chosen}
 
 
 def waiting_jobs(session: Session) -> list[Job]:
@@ -83,27 +87,50 @@ def waiting_jobs(session: Session) -> list[Job]:
     return waiting
 
 
-def cycle_jobs(waiting: Sequence[Job]) -> list[Job]:
-    """Of the waiting jobs (`waiting_jobs`), those a cycle explains: the ones it would try first."""
-    return list(waiting[:CYCLE_EXPLAINED])
-
-
 def cycle_dry_runs(snapshot: Snapshot) -> int:
-    """How many dry cycles a cycle may spend on fixes: fewer as the cluster (and so a cycle) grows."""
-    return min(CYCLE_EXPLAINED, CYCLE_DRY_RUN_PODS // max(1, len(snapshot.tasks)))
+    """How many dry cycles a cycle may spend on fixes: fewer as the cluster (and so a cycle) grows, so
+    that they cost about one cycle of `CYCLE_DRY_RUN_PODS` pods; none above that many pods (where
+    an adapter that remembers fixes hands in its own budget)."""
+    return CYCLE_DRY_RUN_PODS // max(1, len(snapshot.tasks))
 
 
 def explain_cycle(
-    ctx: analysis.Context, jobs: Iterable[Job], *, dry_runs: int | None = None
-) -> dict[str, model.Explanation]:
-    """What a cycle's conditions say of its waiting jobs: reasons, and a first fix while dry runs last
-    (`cycle_dry_runs` of them unless `dry_runs` says how many)."""
+    ctx: analysis.Context,
+    jobs: Iterable[Job],
+    *,
+    dry_runs: int | None = None,
+    known: Mapping[str, suggest.Search] | None = None,
+) -> CycleExplanations:
+    """What a cycle's conditions say of its waiting jobs (`waiting_jobs`, in line): every one gets its
+    reasons; its first verified fix comes from `known` (what the adapter remembers of the searches of
+    earlier cycles on the same cluster), else from dry cycles while the cycle's budget lasts
+    (`dry_runs`, by default `cycle_dry_runs`), spent on the jobs in line whose search is not done,
+    `CYCLE_DRY_RUNS_PER_JOB` candidates each at most in all; a search the budget cuts short goes on
+    in a later cycle."""
     shared = suggest.DryRuns(cycle_dry_runs(ctx.snapshot) if dry_runs is None else dry_runs)
-    out = {}
+    remembered = known or {}
+    out: dict[str, model.Explanation] = {}
+    searches: dict[str, suggest.Search] = {}
+    unsought: list[str] = []
     for job in jobs:
-        explanation = explain_job(
-            ctx, job, budget=CYCLE_DRY_RUNS_PER_JOB, first_only=True, with_position=False, shared=shared
-        )
-        if explanation.reasons and explanation.phase in (model.PENDING, model.PIPELINED):
-            out[job.key] = explanation
-    return out
+        explanation = explain_job(ctx, job, budget=0, with_position=False)
+        if not explanation.reasons or explanation.phase not in (model.PENDING, model.PIPELINED):
+            continue
+        if explanation.phase == model.PENDING:
+            search = remembered.get(job.key)
+            if (search is None or not search.done) and shared.left > 0:
+                search = suggest.first_fix(
+                    ctx,
+                    job,
+                    list(explanation.reasons),
+                    cap=CYCLE_DRY_RUNS_PER_JOB,
+                    shared=shared,
+                    tried=search.tried if search is not None else 0,
+                )
+                searches[job.key] = search
+            if search is None or not search.done:
+                unsought.append(job.key)
+            elif search.found is not None:
+                explanation = dataclasses.replace(explanation, suggestions=(search.found,))
+        out[job.key] = explanation
+    return CycleExplanations(explanations=out, searches=searches, unsought=tuple(unsought))

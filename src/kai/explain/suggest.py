@@ -16,6 +16,7 @@ import copy
 import dataclasses
 import difflib
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from kai.api.priority import PREEMPTIBLE_BELOW
 from kai.core.model import Job, Snapshot
@@ -42,17 +43,57 @@ class DryRuns:
         return True
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Search:
+    """How far the search for a job's first fix has gone: the candidates whose dry cycle did not make
+    it run, and the fix found. `done` once a fix is found or every candidate within the cap failed;
+    a search the cycle's dry runs cut short goes on from `tried` (the candidates come in a fixed
+    order on the same cluster)."""
+
+    tried: int
+    found: model.Suggestion | None
+    done: bool
+
+
 def suggestions(
-    ctx: analysis.Context,
-    job: Job,
-    reasons: list[model.Reason],
-    *,
-    budget: int,
-    first_only: bool = False,
-    shared: DryRuns | None = None,
+    ctx: analysis.Context, job: Job, reasons: list[model.Reason], *, budget: int
 ) -> tuple[model.Suggestion, ...]:
-    """Verified suggestions for the job, smallest first (at most `budget` dry cycles, and only while
-    `shared` has some left)."""
+    """Verified suggestions for the job, smallest first, one per kind of change (at most `budget` dry
+    cycles)."""
+    out: list[model.Suggestion] = []
+    families: set[str] = set()
+    for size, text, candidate, found in _ranked(ctx, job, reasons):
+        if budget <= 0:
+            break
+        if candidate[0].family in families:
+            continue  # a smaller change of the same kind already works
+        budget -= 1
+        if runs_with(ctx, job, candidate):
+            families.add(candidate[0].family)
+            out.append(model.Suggestion(change=text, patches=found, verified=True, size=size))
+    return tuple(out)
+
+
+def first_fix(
+    ctx: analysis.Context, job: Job, reasons: list[model.Reason], *, cap: int, shared: DryRuns, tried: int = 0
+) -> Search:
+    """The smallest change that makes the job run, trying at most `cap` candidates in all (`tried` of
+    them already failed on this cluster) while `shared` has dry cycles left."""
+    for size, text, candidate, found in _ranked(ctx, job, reasons)[tried:cap]:
+        if not shared.take():
+            return Search(tried=tried, found=None, done=False)
+        if runs_with(ctx, job, candidate):
+            return Search(
+                tried=tried, found=model.Suggestion(change=text, patches=found, verified=True, size=size), done=True
+            )
+        tried += 1
+    return Search(tried=tried, found=None, done=True)
+
+
+def _ranked(
+    ctx: analysis.Context, job: Job, reasons: list[model.Reason]
+) -> list[tuple[tuple[int, float], str, Candidate, tuple[model.Patch, ...]]]:
+    """The candidate changes an object can express, each once, smallest first."""
     seen: set[str] = set()
     ranked: list[tuple[tuple[int, float], str, Candidate, tuple[model.Patch, ...]]] = []
     for candidate in _candidates(ctx, job, reasons):
@@ -65,22 +106,7 @@ def suggestions(
             continue
         ranked.append((changes.combined_size(candidate), text, candidate, found))
     ranked.sort(key=lambda item: (item[0], item[1]))
-    out: list[model.Suggestion] = []
-    families: set[str] = set()
-    for size, text, candidate, found in ranked:
-        if budget <= 0:
-            break
-        if candidate[0].family in families:
-            continue  # a smaller change of the same kind already works
-        if shared is not None and not shared.take():
-            break
-        budget -= 1
-        if runs_with(ctx, job, candidate):
-            families.add(candidate[0].family)
-            out.append(model.Suggestion(change=text, patches=found, verified=True, size=size))
-            if first_only:
-                break
-    return tuple(out)
+    return ranked
 
 
 def runs_with(ctx: analysis.Context, job: Job, candidate: Candidate) -> bool:

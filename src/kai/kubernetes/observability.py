@@ -22,8 +22,8 @@ Metrics (Prometheus, on a per-process registry so several schedulers can live in
 | `kai_is_leader` | gauge | | 1 while this replica holds the Lease |
 
 `kai_podgroups_pending`'s reason is the one the group's condition gives: `kai explain`'s dominant
-reason (`QueueLabelMissing`, `GangDoesNotFit`, ...) for the groups the cycle explained, the first in
-line; the cycle's own token for the others (`kai.cluster.explaining.pending_reasons`).
+reason (`QueueLabelMissing`, `GangDoesNotFit`, ...), for every waiting group
+(`kai.cluster.explaining.pending_reasons`).
 
 Probes: `/healthz` answers 200 while the process works; `/readyz` 200 once every cache has synced
 (`/readyz?verbose` lists the checks, including whether this replica leads or waits for the lease).

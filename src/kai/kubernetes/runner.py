@@ -5,8 +5,8 @@ Each cycle, while this replica leads and every cache has synced:
 2. a snapshot is taken from the cache (`kai.cluster.state.cycle_snapshot`), with the planner's
    view of the same moment;
 3. the cycle runs, off the event loop so watches keep flowing (`kai.scheduler.cycle.run_cycle`);
-4. the waiting jobs it would try first are explained (`kai.explain`, the engine `kai explain` and
-   `kai sim` use), so their PodGroup conditions, pod messages and events say the same words;
+4. the waiting jobs are explained (`kai.explain`, the engine `kai explain` and `kai sim` use), so
+   their PodGroup conditions, pod messages and events say the same words;
 5. the effects are planned (`kai.cluster.effects.plan`) and handed to the applier, which records
    them in the cache at once and sends them through the writer's workers;
 6. the reservation pods of shared GPUs are brought in step with the devices in use
@@ -33,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kai.cluster import effects as fx
@@ -135,8 +135,8 @@ class Scheduler:
     _last_cycle: tuple[float, float] = field(default=(0.0, 0.0), init=False)  # its end (loop time), duration
     # a settled cycle: the cache version it saw, its result, the shared devices in use then
     _settled: tuple[int, CycleResult, gpu_sharing.DeviceUse] | None = field(default=None, init=False)
-    # the last cycle's explanations: cache version, the jobs explained, whether fixes were sought, them
-    _explained: tuple[int, tuple[str, ...], bool, dict[str, model.Explanation]] | None = field(default=None, init=False)
+    # what the last cycles said of the waiting jobs, and the fixes found on the cache's version
+    explainer: explaining.CycleExplainer = field(default_factory=explaining.CycleExplainer, init=False)
 
     def __post_init__(self) -> None:
         self.cache = ClusterCache(scheduler_name=self.scheduler_name)
@@ -284,37 +284,22 @@ class Scheduler:
     async def _explain(
         self, version: int, snapshot: Snapshot, session: Session, waiting: Sequence[Job], *, busy: bool
     ) -> dict[str, model.Explanation]:
-        """The explanations the cycle's conditions, pod messages and events give (`kai.explain`).
-
-        The waiting jobs the cycle would try first are explained (`engine.cycle_jobs`), their facts read
-        here on the event loop (the cache does not change under it), the dry cycles that verify fixes
-        run off it. What it costs is bounded two ways:
-        * a `busy` cycle (it bound or evicted pods: a backlog being worked through) gives reasons
-          without fixes: the cluster it explains is gone by the next cycle, and dry cycles would
-          multiply the cost of every cycle of the backlog; fixes come with the first cycle at rest;
-        * a cycle on the same cache version as the last explained one, with the same jobs in line,
-          reuses its explanations (the same objects give the same reasons and fixes), so a cluster
-          where something waits for good cycles every period without paying for them again. A reason
-          that ends with time (a preemption delay) is worked out again every cycle.
-        """
-        chosen = engine.cycle_jobs(waiting)
-        if not chosen:
-            self._explained = None
-            return {}
-        keys = tuple(job.key for job in chosen)
-        last = self._explained
-        if last is not None and last[:2] == (version, keys) and (last[2] or busy) and not _timed(last[3].values()):
-            return last[3]
+        """The explanations the cycle's conditions, pod messages and events give (`kai.explain`): every
+        waiting job's reasons, and the fixes cycles at rest find and remember while the cache's version
+        stays (`kai.cluster.explaining.CycleExplainer`). The facts are read here on the event loop (the
+        cache does not change under it), the engine runs off it."""
+        standing, chosen = self.explainer.plan(version, waiting, busy=busy)
+        if standing is not None:
+            return standing
         ctx = explaining.cycle_context(self.cache, self.config, snapshot, session, chosen)
-        dry_runs = 0 if busy else None
-        explanations = await asyncio.to_thread(engine.explain_cycle, ctx, chosen, dry_runs=dry_runs)
-        self._explained = (version, keys, not busy, explanations)
-        return explanations
-
-
-def _timed(explanations: Iterable[model.Explanation]) -> bool:
-    """Whether an explanation holds a reason that ends with the clock rather than a change."""
-    return any(r.token == model.PREEMPTION_DELAY_NOT_ELAPSED for e in explanations for r in e.reasons)
+        found = await asyncio.to_thread(
+            engine.explain_cycle,
+            ctx,
+            chosen,
+            dry_runs=self.explainer.dry_runs(snapshot, busy=busy),
+            known=self.explainer.fixes.known(version),
+        )
+        return self.explainer.record(version, waiting, chosen, found)
 
 
 async def _wait(stop: asyncio.Event, seconds: float, *, also: asyncio.Event | None = None) -> None:
