@@ -322,7 +322,7 @@ class KaiProcess:
                 code, _ = await self._get(self.health_port, "/readyz")
                 if code == 200:
                     return
-            await asyncio.sleep(0.2)
+            await asyncio.sleep(0.1)
         raise RuntimeError(f"kai run not ready within {timeout:.0f}s; see {self.log}")
 
     async def settle(self, *, timeout: float) -> dict[str, float]:

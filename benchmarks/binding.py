@@ -9,6 +9,10 @@ scheduler is started and a watch records when each pod is first seen bound. Meas
   and between the first and the last bind;
 * CPU per bound pod: the scheduler process's CPU seconds (from /proc) at the last bind / pods;
 * gangs bound whole: every pod of every gang bound at the end, none bound twice;
+* where the time goes: seconds from the start to `kai run`'s caches synced (its `/readyz`) and to the
+  first binding; the API server's and etcd's CPU seconds per bound pod over the same span, and the
+  API server's own count of the write requests it served per bound pod (`apiserver_request_total`
+  by resource and subresource, before and after: bindings, Events, PodGroup and Queue writes);
 * latency on an idle cluster (issue 9): after the backlog, once the scheduler is idle (`kai run`: its
   cycles are skipped), one pod is created at a time and the time to its binding is taken, `samples` times.
 
@@ -40,6 +44,10 @@ class BindRun:
     gangs_whole: bool | None  # None: no gangs (kube-scheduler)
     latency: tuple[float, ...]  # idle-cluster creation-to-binding samples, seconds
     cycles: tuple[int, int] = (0, 0)  # kai run's cycles at the last bind: all, skipped
+    synced: float | None = None  # kai run: seconds from its start to its caches synced (/readyz)
+    first_bind: float = 0.0  # seconds from the scheduler's start to the first pod bound
+    server_cpu: float = 0.0  # kube-apiserver and etcd CPU seconds from the start to the last bind
+    writes: tuple[tuple[str, int], ...] = ()  # write requests the API server served meanwhile, by target
 
     @property
     def pods_per_second(self) -> float:
@@ -48,6 +56,24 @@ class BindRun:
     @property
     def cpu_per_pod_ms(self) -> float:
         return 1000.0 * self.cpu / max(self.bound, 1)
+
+    @property
+    def server_cpu_per_pod_ms(self) -> float:
+        return 1000.0 * self.server_cpu / max(self.bound, 1)
+
+    @property
+    def writes_per_pod(self) -> float:
+        return sum(n for _, n in self.writes) / max(self.bound, 1)
+
+    def timeline(self) -> str:
+        """Where the time went, in one line."""
+        synced = f"synced {self.synced:.1f} s, " if self.synced is not None else ""
+        writes = ", ".join(f"{what} {n / max(self.bound, 1):.2f}" for what, n in self.writes)
+        return (
+            f"{synced}first binding {self.first_bind:.1f} s, last {self.seconds:.1f} s "
+            f"({self.bound / max(self.first_to_last, 1e-9):.0f} pods/s between); API server + etcd "
+            f"{self.server_cpu_per_pod_ms:.2f} ms CPU/pod; writes/pod {self.writes_per_pod:.2f} ({writes})"
+        )
 
     @property
     def latency_median(self) -> float:
@@ -60,6 +86,28 @@ async def _prepare(client: kc.KubeClient, cluster: ko.ClusterManifests) -> None:
     await apiserver.create_all(client, [*cluster.priority_classes, *cluster.queues, *cluster.nodes])
     await apiserver.create_all(client, cluster.podgroups)
     await apiserver.create_all(client, cluster.pods)
+
+
+WRITE_VERBS = frozenset(("POST", "PUT", "PATCH", "DELETE"))
+
+
+async def server_writes(client: kc.KubeClient) -> dict[str, int]:
+    """The write requests the API server has served, by resource and subresource (from its own
+    `apiserver_request_total`)."""
+    counts: dict[str, int] = {}
+    async with client.stream("/metrics", read_timeout=60.0) as lines:
+        async for raw in lines:
+            line = raw.decode()
+            if not line.startswith("apiserver_request_total{"):
+                continue
+            labels_text, _, value = line[len("apiserver_request_total{") :].rpartition("} ")
+            labels = dict(part.split("=", 1) for part in labels_text.split(","))
+            labels = {k: v.strip('"') for k, v in labels.items()}
+            if labels.get("verb") not in WRITE_VERBS:
+                continue
+            what = labels.get("resource", "") + ("/" + labels["subresource"] if labels.get("subresource") else "")
+            counts[what] = counts.get(what, 0) + int(float(value))
+    return counts
 
 
 async def _latency(client: kc.KubeClient, watch: apiserver.BindWatch, *, kai: bool, samples: int) -> list[float]:
@@ -99,6 +147,10 @@ async def _run(
             await watch.start()
             total = len(cluster.pods)
             kai_process: apiserver.KaiProcess | None = None
+            server = [apiserver.Proc(plane.pid("kube-apiserver")), apiserver.Proc(plane.pid("etcd"))]
+            writes_before = await server_writes(client)
+            server_cpu = sum(p.cpu() for p in server)
+            synced: float | None = None
             began = time.monotonic()
             if kai:
                 kai_process = apiserver.KaiProcess(kubeconfig=plane.kubeconfig, log=workdir / "kai-run.log")
@@ -107,10 +159,17 @@ async def _run(
                 proc = plane.start_scheduler()
             try:
                 deadline = time.monotonic() + timeout
+                if kai_process is not None:
+                    await kai_process.wait_ready(timeout=timeout)
+                    synced = time.monotonic() - began
                 while not await watch.wait_for(total, timeout=5.0) and time.monotonic() < deadline:
                     if kai_process is not None:
                         kai_process.check()
                 cpu, rss = proc.cpu(), proc.peak_rss()
+                server_cpu = sum(p.cpu() for p in server) - server_cpu
+                writes_after = await server_writes(client)
+                served = {k: n - writes_before.get(k, 0) for k, n in writes_after.items()}
+                writes = tuple(sorted(((k, n) for k, n in served.items() if n > 0), key=lambda kn: (-kn[1], kn[0])))
                 cycles = (0, 0)
                 if kai_process is not None:
                     metrics = await kai_process.metrics()
@@ -147,6 +206,10 @@ async def _run(
                 gangs_whole=whole,
                 latency=tuple(latency),
                 cycles=cycles,
+                synced=synced,
+                first_bind=(times[0] - began) if times else float("inf"),
+                server_cpu=server_cpu,
+                writes=writes,
             )
     finally:
         plane.down()

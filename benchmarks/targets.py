@@ -351,6 +351,14 @@ def target_6(sizes: Sizes) -> list[Figure]:
                 met=(speed >= 2 and cpu <= 0.5 and bool(ours.gangs_whole)) if full else None,
             )
         )
+        rows.append(
+            Figure(
+                target="6",
+                what=f"where the time went, {pods:,} pods on {nodes:,} nodes",
+                figure=f"kai run: {ours.timeline()}; kube-scheduler: {stock.timeline()}",
+                goal="(reported)",
+            )
+        )
         if ours.latency:
             rows.append(
                 Figure(

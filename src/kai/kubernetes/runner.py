@@ -129,6 +129,7 @@ class Scheduler:
     cycles: int = field(default=0, init=False)
     last_report: CycleReport | None = field(default=None, init=False)
     on_cycle: list[Callable[[CycleReport], None]] = field(default_factory=list, init=False)
+    on_synced: list[Callable[[], None]] = field(default_factory=list, init=False)  # once, before the first cycle
     _arrived: asyncio.Event = field(default_factory=asyncio.Event, init=False)
     _arrivals_seen: int = field(default=0, init=False)  # the cache's arrivals the last cycle saw
     _idle: bool = field(default=False, init=False)  # the last cycle left nothing waiting
@@ -188,6 +189,8 @@ class Scheduler:
         """Cycle every schedule period while leading (and early for an arrival while nothing waits),
         until `stop` is set."""
         await self.wait_synced()
+        for callback in self.on_synced:
+            callback()
         period = self.config.schedule_period
         loop = asyncio.get_running_loop()
         while not stop.is_set():

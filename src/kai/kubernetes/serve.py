@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from kai.core.session import SchedulerConfig
 from kai.deploy.crds import INSTALL_HINT, REQUIRED_CRDS
 from kai.kubernetes import client as kc
-from kai.kubernetes import leader, observability
+from kai.kubernetes import collector, leader, observability
 from kai.kubernetes.reservations import ReservationSettings
 from kai.kubernetes.runner import Scheduler
 from kai.kubernetes.webhook import WebhookOptions, WebhookServer, start_webhooks
@@ -99,6 +99,8 @@ async def serve(options: RunOptions, *, stop: asyncio.Event | None = None) -> in
             reservation_settings=options.reservations,
         )
         scheduler.on_cycle.append(lambda report: metrics.cycle_done(scheduler, report))
+        collector.starting()  # the first list fills the caches: see kai.kubernetes.collector
+        scheduler.on_synced.append(collector.synced)
         informers = scheduler.make_informers(on_restart=metrics.watch_restarted)
         elector = (
             leader.LeaderElector(
