@@ -39,7 +39,12 @@ KEY_HELP: dict[str, tuple[str, str]] = {
     "kValue": ("1.0", "weight of the over-quota usage term in the fair-share division"),
     "queueDepthPerAction": ("0", "jobs tried per queue in each action; 0: no cap"),
     "evictionMode": ("delete", "how a cluster's victims are removed: delete (the pod) or eviction (the Eviction API)"),
+    "maxActionScenarios": (
+        "{default: 0, reclaim: 0, preempt: 0, consolidation: 0}",
+        "scenarios one action may simulate per cycle before it stops (default: the others); 0: no limit",
+    ),
 }
+SEARCH_ACTIONS = ("default", "reclaim", "preempt", "consolidation")
 KEYS = tuple(KEY_HELP)
 
 
@@ -110,6 +115,8 @@ def parse_config(raw: Mapping[str, Any] | None, *, file: str) -> SchedulerConfig
             cfg[attr] = kind(value)
     if cfg.get("reclaimer_utilization_multiplier", 1.0) < 1.0:
         raise _error("reclaimerUtilizationMultiplier", "must be at least 1", file)
+    if "maxActionScenarios" in raw:
+        cfg["max_action_scenarios"] = _action_scenarios(raw["maxActionScenarios"], file=file)
     plugins = raw.get("plugins") or {}
     if not isinstance(plugins, Mapping) or not all(isinstance(v, Mapping | None) for v in plugins.values()):
         raise _error("plugins", "must map plugin names to argument mappings", file)
@@ -127,6 +134,20 @@ def parse_config(raw: Mapping[str, Any] | None, *, file: str) -> SchedulerConfig
             if choices is not None and str(value) not in choices:
                 raise _error(f"plugins.{plugin}.{arg}", f"must be one of {', '.join(choices)}, got {value!r}", file)
     return SchedulerConfig(**cfg)
+
+
+def _action_scenarios(value: object, *, file: str) -> dict[str, int]:
+    field = "maxActionScenarios"
+    if not isinstance(value, Mapping):
+        raise _error(field, "must be a mapping such as {reclaim: 500, preempt: 500}", file)
+    budgets: dict[str, int] = {}
+    for key, limit in value.items():
+        if key not in SEARCH_ACTIONS:
+            raise _error(f"{field}.{key}", f"unknown key; known keys: {', '.join(SEARCH_ACTIONS)}", file)
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise _error(f"{field}.{key}", f"must be a non-negative whole number, got {limit!r}", file)
+        budgets[str(key)] = limit
+    return budgets
 
 
 def load_config(path: str) -> SchedulerConfig:

@@ -6,7 +6,8 @@ The adapter (simulator or Kubernetes) applies them; the core never performs an e
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 
 class Kind(enum.StrEnum):
@@ -102,6 +103,45 @@ class JobFigures:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class SearchReport:
+    """How one action's victim searches ended in a cycle (what KAI's scenario-search metrics count).
+
+    Per job attempt: `solved` (a valid scenario was found), `failed` (none was), `remembered` (of the
+    failed: not searched again, because the same search failed in an earlier cycle and nothing has
+    changed since), `not_attempted` (left when the action's scenario budget ran out, the search it cut
+    short included). `scenarios`: scenarios charged to the budget (a remembered search is charged what
+    it cost when it ran); `budget_exhausted`: the budget ran out and the action stopped there.
+    """
+
+    action: str
+    solved: int = 0
+    failed: int = 0
+    remembered: int = 0
+    not_attempted: int = 0
+    scenarios: int = 0
+    budget_exhausted: bool = False
+
+
+SearchKey = tuple[str, str, tuple[object, ...]]  # (action, PodGroup namespace/name, the attempt's signature)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class HopelessSearches:
+    """The job attempts whose victim search failed in a cycle, each with the scenarios it cost.
+
+    While the cluster is exactly as the cycle saw it and no clock rule has changed an outcome (the
+    clock is in [since, until): minimum runtimes, preemption delays and staleness grace periods
+    end at `until` at the earliest), a next cycle replays this one up to each of these attempts, so
+    each would fail again: the next cycle may skip them (`kai.scheduler.cycle.run_actions`). Only an
+    adapter that knows nothing changed since this cycle's snapshot may pass them on.
+    """
+
+    attempts: Mapping[SearchKey, int] = field(default_factory=dict)
+    since: float = 0.0
+    until: float = float("inf")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class CycleResult:
     placements: tuple[Placement, ...]
     evictions: tuple[Eviction, ...]
@@ -111,6 +151,8 @@ class CycleResult:
     stale_marks: tuple[StaleMark, ...]
     queues: dict[str, QueueFigures]  # by queue name, every queue of the snapshot
     jobs: dict[str, JobFigures]  # by PodGroup namespace/name
+    searches: tuple[SearchReport, ...] = ()  # per action that searched for victims, in the order they ran
+    hopeless: HopelessSearches = field(default_factory=HopelessSearches)
 
     @property
     def fair_share(self) -> dict[str, Triple]:

@@ -128,6 +128,8 @@ class SchedulerConfig:
     reclaimer_utilization_multiplier: float = 1.0
     k_value: float = 1.0
     queue_depth_per_action: int = 0  # 0: unlimited
+    # scenarios reclaim, preempt or consolidation may simulate per cycle, by action or "default"; 0: no limit
+    max_action_scenarios: dict[str, int] = field(default_factory=dict)
     plugins: dict[str, dict[str, object]] = field(default_factory=dict)
     eviction_mode: str = "delete"  # on a cluster: delete the pod, or "eviction" through the Eviction API
 

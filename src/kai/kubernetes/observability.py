@@ -14,12 +14,20 @@ Metrics (Prometheus, on a per-process registry so several schedulers can live in
 | `kai_action_duration_seconds` | histogram | action | one action within a cycle |
 | `kai_pods_bound_total` | counter | | pods bound |
 | `kai_pods_evicted_total` | counter | action | pods evicted, by the action that chose them |
+| `kai_scenario_search_jobs_total` | counter | action, result | job attempts by how the victim search ended (below) |
+| `kai_scenario_search_scenarios_total` | counter | action | scenarios the victim searches simulated |
+| `kai_scenario_search_budget_exhausted_total` | counter | action | cycles an action stopped at its scenario budget |
 | `kai_pods_pending` | gauge | | pods of ours waiting for a node |
 | `kai_podgroups_pending` | gauge | queue, reason | PodGroups waiting after the last cycle, by reason (below) |
 | `kai_bind_failures_total` | counter | | bindings that failed for good |
 | `kai_watch_restarts_total` | counter | resource, reason | watches restarted (dropped, closed, 410 relist, ...) |
 | `kai_write_duration_seconds` | histogram | operation | API writes, retries included |
 | `kai_is_leader` | gauge | | 1 while this replica holds the Lease |
+
+`kai_scenario_search_jobs_total` counts the job attempts of reclaim, preempt and consolidation:
+`solved`, `failed` (no valid scenario), `remembered` (not searched: the same search failed in the last
+cycle and nothing has changed since), `not_attempted` (left when the action's scenario budget,
+`maxActionScenarios`, ran out; the action stops there, as KAI's action search budget stops it).
 
 `kai_podgroups_pending`'s reason is the one the group's condition gives: `kai explain`'s dominant
 reason (`QueueLabelMissing`, `GangDoesNotFit`, ...), for every waiting group
@@ -86,6 +94,21 @@ class Metrics:
         )
         self.bound = Counter("kai_pods_bound", "Pods bound", registry=r)
         self.evicted = Counter("kai_pods_evicted", "Pods evicted", ["action"], registry=r)
+        self.search_jobs = Counter(
+            "kai_scenario_search_jobs",
+            "Job attempts by how their victim search ended",
+            ["action", "result"],
+            registry=r,
+        )
+        self.search_scenarios = Counter(
+            "kai_scenario_search_scenarios", "Scenarios simulated by victim searches", ["action"], registry=r
+        )
+        self.search_exhausted = Counter(
+            "kai_scenario_search_budget_exhausted",
+            "Cycles in which an action's scenario budget ran out",
+            ["action"],
+            registry=r,
+        )
         self.pending = Gauge("kai_pods_pending", "Pods of this scheduler waiting for a node", registry=r)
         self.pending_groups = Gauge(
             "kai_podgroups_pending", "PodGroups waiting, by queue and reason", ["queue", "reason"], registry=r
@@ -118,6 +141,19 @@ class Metrics:
             self.action.labels(action=action).observe(seconds)
         for eviction in report.result.evictions:
             self.evicted.labels(action=eviction.action).inc()
+        for search in report.result.searches:
+            for result, count in (
+                ("solved", search.solved),
+                ("failed", search.failed - search.remembered),
+                ("remembered", search.remembered),
+                ("not_attempted", search.not_attempted),
+            ):
+                if count:
+                    self.search_jobs.labels(action=search.action, result=result).inc(count)
+            if search.scenarios:
+                self.search_scenarios.labels(action=search.action).inc(search.scenarios)
+            if search.budget_exhausted:
+                self.search_exhausted.labels(action=search.action).inc()
         ours, _ = scheduler.cache.pod_states()
         self.pending.set(sum(1 for s in ours if s.status == TaskStatus.PENDING))
         self._pending_groups(report.pending.values())

@@ -26,6 +26,11 @@ A cycle whose outcome cannot depend on the clock (`kai.scheduler.cycle.settled`:
 a node, no gang is stale) is remembered with the cache's version; until the cache changes, the
 next cycles would decide exactly what it decided (nothing), and are skipped. A steady cluster
 costs a version comparison per period, not a snapshot of every pod.
+
+The victim searches that failed in a cycle are kept with the cache's version too: while it is
+unchanged, the next cycle replays this one and skips them (`kai.actions.common.searches`), so a
+cluster where reclaim cannot help (every job waiting for a queue that deserves nothing more) does
+not search again every period.
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ from dataclasses import dataclass, field
 from kai.cluster import effects as fx
 from kai.cluster import explaining, gpu_sharing
 from kai.cluster.state import cycle_snapshot
-from kai.core.decisions import CycleResult, Kind
+from kai.core.decisions import CycleResult, HopelessSearches, Kind
 from kai.core.model import Job, Snapshot
 from kai.core.session import SchedulerConfig, Session
 from kai.explain import engine, model
@@ -138,6 +143,8 @@ class Scheduler:
     _settled: tuple[int, CycleResult, gpu_sharing.DeviceUse] | None = field(default=None, init=False)
     # what the last cycles said of the waiting jobs, and the fixes found on the cache's version
     explainer: explaining.CycleExplainer = field(default_factory=explaining.CycleExplainer, init=False)
+    # the cache version the last cycle saw and its failed victim searches (skipped while nothing changed)
+    _hopeless: tuple[int, HopelessSearches] | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         self.cache = ClusterCache(scheduler_name=self.scheduler_name)
@@ -251,8 +258,11 @@ class Scheduler:
             run()
             action_seconds[name] = action_seconds.get(name, 0.0) + time.perf_counter() - began
 
+        last = self._hopeless
+        hopeless = last[1] if last is not None and last[0] == version else None
+
         def decide() -> tuple[Session, CycleResult, bool, list[Job]]:
-            session = run_actions(built.snapshot, self.config, run_action=timed)
+            session = run_actions(built.snapshot, self.config, run_action=timed, hopeless=hopeless)
             return session, close_session(session), settled(session), engine.waiting_jobs(session)
 
         session, result, is_settled, waiting = await asyncio.to_thread(decide)
@@ -265,6 +275,7 @@ class Scheduler:
         use = gpu_sharing.device_use(ours, binding, nodes=self.cache.nodes)
         self.reservations.reconcile_use(use)
         self._settled = (version, result, use) if is_settled else None
+        self._hopeless = (version, result.hopeless)
         self.cycles += 1
         report = CycleReport(
             started=now,

@@ -23,6 +23,13 @@ def protected(*, now: float, last_start: float | None, min_runtime: float) -> bo
     return now - last_start < min_runtime
 
 
+def protection_end(last_start: float | None, min_runtime: float) -> float | None:
+    """When `protected` turns false for a job that started at `last_start` (None: it never protects)."""
+    if min_runtime <= 0 or last_start is None:
+        return None
+    return last_start + min_runtime
+
+
 def reclaim_runtime_queue(session: Session, *, reclaimer_queue: int, victim_queue: int, method: str) -> int:
     """The queue whose reclaimMinRuntime applies to a victim in `victim_queue`."""
     if method == "queue" or reclaimer_queue < 0:

@@ -14,12 +14,14 @@ from collections.abc import Callable
 
 import numpy as np
 
+from kai.actions.common import searches
 from kai.actions.stalegangeviction import is_stale
 from kai.api import podgroup as api_podgroup
-from kai.core.decisions import CycleResult, JobFigures, QueueFigures, Triple
+from kai.core.decisions import CycleResult, HopelessSearches, JobFigures, QueueFigures, Triple
 from kai.core.model import Matrix, Snapshot, TaskStatus
 from kai.core.session import SchedulerConfig, Session
 from kai.scheduler import registry
+from kai.scheduler.clock_rules import next_clock_event
 
 
 def open_session(snapshot: Snapshot, config: SchedulerConfig) -> Session:
@@ -36,13 +38,22 @@ def _run_directly(name: str, run: Callable[[], None]) -> None:
     run()
 
 
-def run_actions(snapshot: Snapshot, config: SchedulerConfig, *, run_action: ActionRunner = _run_directly) -> Session:
+def run_actions(
+    snapshot: Snapshot,
+    config: SchedulerConfig,
+    *,
+    run_action: ActionRunner = _run_directly,
+    hopeless: HopelessSearches | None = None,
+) -> Session:
     """Steps 1 and 2: the session after every configured action ran (what `kai.explain` reads).
 
     `run_action(name, run)` must call `run()` once; an adapter passes its own to time each action
-    (the core itself reads no clock)."""
+    (the core itself reads no clock). `hopeless`: the failed searches of the last cycle, passed only by
+    an adapter whose cluster has not changed since that cycle's snapshot; they are not searched again
+    (same decisions, `kai.actions.common.searches`)."""
     # 1. open the session
     session = open_session(snapshot, config)
+    searches.remember(session, hopeless)
     # 2. run the actions
     for name in config.actions:
         action = registry.make_action(name)
@@ -51,8 +62,14 @@ def run_actions(snapshot: Snapshot, config: SchedulerConfig, *, run_action: Acti
     return session
 
 
-def run_cycle(snapshot: Snapshot, config: SchedulerConfig, *, run_action: ActionRunner = _run_directly) -> CycleResult:
-    return close_session(run_actions(snapshot, config, run_action=run_action))
+def run_cycle(
+    snapshot: Snapshot,
+    config: SchedulerConfig,
+    *,
+    run_action: ActionRunner = _run_directly,
+    hopeless: HopelessSearches | None = None,
+) -> CycleResult:
+    return close_session(run_actions(snapshot, config, run_action=run_action, hopeless=hopeless))
 
 
 # The PodGroup annotations that are clocks of time-dependent rules: the minimum runtime since the last
@@ -91,6 +108,8 @@ def close_session(session: Session) -> CycleResult:
         stale_marks=tuple(session.stale_marks),
         queues=queues,
         jobs=jobs,
+        searches=searches.reports(session),
+        hopeless=searches.hopeless(session, until=next_clock_event),
     )
 
 

@@ -226,7 +226,7 @@ async def test_build_pod_preempts_train_pod_in_its_queue(
     q = (await queues(objects, gpu_quota=1, gpu_limit=1))["q"]
     await nodes(gpus=1)
     await objects.create(POD.substitute(name="train-pod", queue=q, priority="train", gpus=1, annotations=""))
-    async with run_kai():
+    async with run_kai() as kai:
 
         async def train_bound() -> dict[str, Any] | None:
             pod = (await pods(kube, namespace))["train-pod"]
@@ -245,6 +245,10 @@ async def test_build_pod_preempts_train_pod_in_its_queue(
             kube, namespace, lambda e: e.get("reason") == "Evicted" and e["regarding"]["name"] == "train-pod"
         )
         assert "preempt" in evicted[0]["note"]
+        # the preempt action's search is counted as solved, with the scenario it simulated
+        metrics = await kai.metrics()
+        assert 'kai_scenario_search_jobs_total{action="preempt",result="solved"} 1.0' in metrics
+        assert 'kai_scenario_search_scenarios_total{action="preempt"}' in metrics
         assert node_of((await pods(kube, namespace))["build-pod"]) is None, "the build pod waits for the GPU"
         await finish_deletion(kube, namespace, "train-pod")  # the kubelet stops the container
 

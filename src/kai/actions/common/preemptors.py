@@ -2,8 +2,10 @@
 
 Jobs come in KAI's hierarchical queue order. A job is skipped when its queue already had
 `queueDepthPerAction` jobs tried in this action, or when an attempt with the same scheduling
-signature (or the same pod shape with fewer pods) already failed in this cycle. A job whose
-attempt succeeds loses its condition, and is tried again for its next pod if it is elastic.
+signature (or the same pod shape with fewer pods) already failed in this cycle, or when the same
+search failed in an earlier cycle on the same cluster (`kai.actions.common.searches`). A job whose
+attempt succeeds loses its condition, and is tried again for its next pod if it is elastic. The
+action stops when its scenario budget runs out.
 
 A job inside its preemption delay window (`PodGroup.spec.preemptionDelay`, counted from the later
 of its creation and the last time the scheduler evicted it) may not trigger evictions: it is left
@@ -18,6 +20,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from kai.actions.common import searches
 from kai.actions.common.job_order import JobsByQueue
 from kai.actions.common.victims import DepthCap, already_failed, signature, with_pending
 from kai.api.fields import format_timestamp
@@ -69,8 +72,10 @@ def pending_jobs(session: Session, *, preemptible_only: bool = False) -> list[Jo
 
 
 def run(session: Session, *, action: str, jobs: Sequence[Job], attempt: Attempt) -> None:
+    """Try the jobs in order until none is left or the action's scenario budget runs out (`searches`)."""
     order = JobsByQueue(session, jobs)
     depth = DepthCap(session.config.queue_depth_per_action)
+    searches.begin(session, action)
     while (job := order.pop()) is not None:
         tasks = session.tasks_to_allocate(job)
         if not tasks or not depth.allow(job.queue):
@@ -78,10 +83,28 @@ def run(session: Session, *, action: str, jobs: Sequence[Job], attempt: Attempt)
         sig = signature(action, job, tasks)
         if already_failed(session, sig):
             continue
-        was_idle = session.alive_count(job) == 0
-        if not attempt(job, tasks):
+        key = (action, job.key, sig)
+        cost = searches.remembered_cost(session, key)
+        if cost is not None and searches.affordable(session, action, cost):
+            # the same search failed in an earlier cycle on this very cluster: it would fail again
+            searches.failed(session, key, remembered=cost)
             session.failed_signatures.add(sig)
             continue
+        was_idle = session.alive_count(job) == 0
+        searches.start_attempt(session, action)
+        try:
+            found = attempt(job, tasks)
+        except searches.BudgetExhausted:
+            left = 1
+            while order.pop() is not None:
+                left += 1
+            searches.exhausted(session, action, left=left)
+            return
+        if not found:
+            searches.failed(session, key)
+            session.failed_signatures.add(sig)
+            continue
+        searches.solved(session, action)
         session.conditions.pop(job.index, None)
         if was_idle and any(session.status[t.index] == TaskStatus.ALLOCATED for t in tasks):
             session.starts.append(JobStart(podgroup=job.key))

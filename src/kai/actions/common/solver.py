@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from kai.actions.common import searches
 from kai.actions.common.job_order import JobsByQueue
 from kai.actions.common.placement import place_task, place_tasks
 from kai.actions.common.victim_steps import OrderedVictims, StepBlock, StepKey
@@ -179,6 +180,7 @@ class _Search:
         job order (KAI's virtual allocation); None if the preemptor does not fit. The statement keeps
         the result (the caller rolls back). Returns the scenario and the victim pods that stay put."""
         s, stmt = self.session, self.stmt
+        searches.charge(s, stmt.action)
         for unit in units:
             for t in unit.tasks:
                 stmt.evict(s.task(t), preemptor=self.preemptor.key, message="")
@@ -381,7 +383,27 @@ def solve(
     """Find the first valid scenario and leave it applied in `stmt` (uncommitted); None leaves `stmt` as it was.
 
     `units` is the victim order one unit at a time, or as blocks of steps (`OrderedVictims`, same order).
+    Each scenario simulated is charged to the action's budget (`searches.charge`); when it runs out,
+    `stmt` is left as it was and BudgetExhausted propagates.
     """
+    start = stmt.checkpoint()
+    try:
+        return _solve(session, stmt, preemptor, tasks, units, validate, message, max_victim_tasks)
+    except searches.BudgetExhausted:
+        stmt.rollback(start)
+        raise
+
+
+def _solve(
+    session: Session,
+    stmt: Statement,
+    preemptor: Job,
+    tasks: Sequence[Task],
+    units: Iterable[VictimUnit] | OrderedVictims,
+    validate: Validator,
+    message: Messenger,
+    max_victim_tasks: int,
+) -> Scenario | None:
     search = _Search(session, stmt, preemptor=preemptor, tasks=tasks)
     start = stmt.checkpoint()
     scan = _Scan(session, tasks)

@@ -38,7 +38,8 @@ class VictimUnit:
 def running_tasks(session: Session, job: Job) -> list[int]:
     """The job's running pods in task order (higher task priority, then older, first)."""
     order = session.job_order_tasks[job.index]
-    return [int(t) for t in order[session.status[order] == TaskStatus.RUNNING]]
+    running: list[int] = order[session.status[order] == TaskStatus.RUNNING].tolist()
+    return running
 
 
 def is_candidate(session: Session, job: Job) -> bool:
