@@ -7,6 +7,7 @@ through a `Statement` (see `kai.core.statement`) so it can be rolled back.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -134,6 +135,12 @@ class SchedulerConfig:
     eviction_mode: str = "delete"  # on a cluster: delete the pod, or "eviction" through the Eviction API
 
 
+_STATUS = operator.attrgetter("status")
+_NODE = operator.attrgetter("node")
+_GPU_GROUPS = operator.attrgetter("gpu_groups")
+_REQUEST = operator.attrgetter("request")
+
+
 class Session:
     """Mutable scheduling state for one cycle.
 
@@ -166,9 +173,11 @@ class Session:
         nodes = snapshot.nodes
         self.idle: Matrix = nodes.allocatable - nodes.used - nodes.releasing
         self.releasing: Matrix = nodes.releasing.copy()
-        self.status: npt.NDArray[np.int8] = np.array([t.status for t in snapshot.tasks], dtype=np.int8)
-        self.node: npt.NDArray[np.int32] = np.array([t.node for t in snapshot.tasks], dtype=np.int32)
-        self.gpu_groups: list[tuple[str, ...]] = [t.gpu_groups for t in snapshot.tasks]
+        tasks = snapshot.tasks
+        n_tasks = len(tasks)
+        self.status: npt.NDArray[np.int8] = np.fromiter(map(_STATUS, tasks), dtype=np.int8, count=n_tasks)
+        self.node: npt.NDArray[np.int32] = np.fromiter(map(_NODE, tasks), dtype=np.int32, count=n_tasks)
+        self.gpu_groups: list[tuple[str, ...]] = list(map(_GPU_GROUPS, tasks))
         self.devices = gpu_devices.initial_devices(snapshot)
         # per node, the most room on any shared device now / once its releasing holders leave
         self.shared_room_now: Vector = np.zeros(nodes.count)
@@ -184,32 +193,16 @@ class Session:
         self.queue_request: Matrix = np.zeros((n_queues, 3))
         self.fair_share: Matrix = np.zeros((n_queues, 3))
         self._paths: dict[int, npt.NDArray[np.int64]] = {}  # queue -> itself and its ancestors
-        self.podset_alive: list[npt.NDArray[np.int64]] = []
         # per-task queue charges, per-job tasks in task order, and a per-job change counter that
         # statements bump, so per-job derived values can be cached safely
-        self.task_charge: Matrix = np.array([self.queue_charge(t) for t in snapshot.tasks], dtype=np.float64).reshape(
-            len(snapshot.tasks), 3
-        )
-        self.job_order_tasks: list[npt.NDArray[np.int64]] = [
-            np.array(sorted(job.tasks, key=lambda i: self._task_order_key(snapshot.tasks[i])), dtype=np.int64)
-            for job in snapshot.jobs
-        ]
+        self.task_charge: Matrix = self._queue_charges(tasks)
+        self.job_order_tasks: list[npt.NDArray[np.int64]] = self._task_orders(snapshot)
         self.job_version: npt.NDArray[np.int64] = np.zeros(len(snapshot.jobs), dtype=np.int64)
         # per node, a counter statements bump whenever the node's resources or shared devices change
         self.node_version: npt.NDArray[np.int64] = np.zeros(nodes.count, dtype=np.int64)
         self._attempt_cache: dict[int, tuple[int, Vector]] = {}
         self.simulated_attempts: dict[int, Vector] = {}  # set by the victim search while it re-places victims
-        for job in snapshot.jobs:
-            alive = np.zeros(len(job.podsets), dtype=np.int64)
-            for t in job.tasks:
-                task = snapshot.tasks[t]
-                charge = self.queue_charge(task)
-                if task.status in ALIVE:
-                    alive[task.podset] += 1
-                    self._charge_queue(job, charge, +1.0)
-                if task.status in ALIVE or task.status == TaskStatus.PENDING:
-                    self._add_request(job, charge)
-            self.podset_alive.append(alive)
+        self.podset_alive: list[npt.NDArray[np.int64]] = self._open_accounts(snapshot)
         # extension points
         self.predicates: list[PredicateFn] = []
         self.node_scores: list[NodeScoreFn] = []
@@ -291,6 +284,79 @@ class Session:
             charge[0] += portion * max(1, task.gpu_devices)
         return charge
 
+    def _queue_charges(self, tasks: tuple[Task, ...]) -> Matrix:
+        """`queue_charge` of every task as rows [tasks, 3]: the request's queue resources, and for a task
+        sharing GPUs its portion (`queue_charge` itself, for those few)."""
+        if not tasks:
+            return np.zeros((0, 3))
+        charges: Matrix = np.stack(list(map(_REQUEST, tasks)))[:, list(QUEUE_RESOURCES)]
+        for task in tasks:
+            if task.gpu_portion > 0 or task.gpu_memory_mib > 0:
+                charges[task.index] = self.queue_charge(task)
+        return charges
+
+    def _task_orders(self, snapshot: Snapshot) -> list[npt.NDArray[np.int64]]:
+        """Each job's tasks sorted by `_task_order_key`, all jobs in one sort: (job, -task priority,
+        creation, name), ties keeping the job's own task order."""
+        jobs = snapshot.jobs
+        sizes = np.fromiter((len(job.tasks) for job in jobs), dtype=np.int64, count=len(jobs))
+        flat = np.fromiter((t for job in jobs for t in job.tasks), dtype=np.int64, count=int(sizes.sum()))
+        if not len(flat):
+            return [np.zeros(0, dtype=np.int64) for _ in jobs]
+        chosen = [snapshot.tasks[t] for t in flat.tolist()]
+        order = np.lexsort(
+            (
+                np.array([t.name for t in chosen]),
+                np.fromiter((t.creation for t in chosen), dtype=np.float64, count=len(chosen)),
+                -np.fromiter((t.task_priority for t in chosen), dtype=np.int64, count=len(chosen)),
+                np.repeat(np.arange(len(jobs)), sizes),
+            )
+        )
+        return np.split(flat[order], np.cumsum(sizes)[:-1])
+
+    def _open_accounts(self, snapshot: Snapshot) -> list[npt.NDArray[np.int64]]:
+        """The queues' allocations and requests from the tasks, and each job's alive pods per podset.
+
+        Each queue of a task's path gets its charge (allocated: alive tasks; requested: alive or
+        pending ones) in the jobs' task order, one task after the other, as `_charge_queue` and
+        `_add_request` add them; `np.add.at` adds repeated rows in the order given, so the float
+        sums are the same."""
+        jobs, tasks = snapshot.jobs, snapshot.tasks
+        n_podsets = np.fromiter((len(job.podsets) for job in jobs), dtype=np.int64, count=len(jobs))
+        offsets = np.concatenate(([0], np.cumsum(n_podsets)))
+        flat = np.fromiter((t for job in jobs for t in job.tasks), dtype=np.int64)
+        status = self.status[flat]
+        alive = np.isin(status, [int(s) for s in ALIVE])
+        wanted = alive | (status == TaskStatus.PENDING)
+        job_of = np.fromiter((snapshot.tasks[t].job for t in flat.tolist()), dtype=np.int64, count=len(flat))
+        podset_of = np.fromiter((tasks[t].podset for t in flat.tolist()), dtype=np.int64, count=len(flat))
+        counts = np.bincount(offsets[job_of[alive]] + podset_of[alive], minlength=int(offsets[-1]))
+        podset_alive = [counts[offsets[j] : offsets[j + 1]].copy() for j in range(len(jobs))]
+        queue_of = np.fromiter((job.queue for job in jobs), dtype=np.int64, count=len(jobs))[job_of]
+        preemptible = np.fromiter((job.preemptible for job in jobs), dtype=np.bool_, count=len(jobs))[job_of]
+        paths = self._path_matrix()
+        for target, chosen in (
+            (self.queue_allocated, alive),
+            (self.queue_allocated_np, alive & ~preemptible),
+            (self.queue_request, wanted),
+        ):
+            chosen = chosen & (queue_of >= 0)
+            rows = paths[queue_of[chosen]]  # [tasks, depth]: each task's path, -1 padded
+            on_path = rows >= 0
+            charges = np.broadcast_to(self.task_charge[flat[chosen]][:, None, :], (*rows.shape, 3))
+            np.add.at(target, rows[on_path], charges[on_path])
+        return podset_alive
+
+    def _path_matrix(self) -> npt.NDArray[np.int64]:
+        """Every queue's `_ancestor_path` as a row, padded with -1 to the deepest path."""
+        n_queues = len(self.snapshot.queues)
+        paths = [self._ancestor_path(q) for q in range(n_queues)]
+        depth = max((len(p) for p in paths), default=0)
+        matrix = np.full((n_queues, depth), -1, dtype=np.int64)
+        for q, path in enumerate(paths):
+            matrix[q, : len(path)] = path
+        return matrix
+
     def ancestors(self, queue: int) -> list[int]:
         """The queue itself, then its parent, up to the top."""
         return list(self._ancestor_path(queue))
@@ -315,11 +381,6 @@ class Session:
         self.queue_allocated[path] += delta
         if not job.preemptible:
             self.queue_allocated_np[path] += delta
-
-    def _add_request(self, job: Job, charge: Vector) -> None:
-        if job.queue < 0:
-            return
-        self.queue_request[self._ancestor_path(job.queue)] += charge
 
     # ----------------------------------------------------------------- task and job state
     def task(self, index: int) -> Task:
