@@ -9,13 +9,15 @@ Fit errors are counted per reason so a user reads `0/4 nodes: 3 insufficient nvi
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from kai.core import constraints as constraint_lib
 from kai.core import gpu_devices
-from kai.core.model import BoolVector, Task
+from kai.core.model import BoolVector, Matrix, Task
 from kai.core.resources import GPU, PODS, Vector
 from kai.core.session import Session
 
@@ -68,13 +70,9 @@ def _portions(session: Session, task: Task) -> Vector | float:
 
 def find_fit(session: Session, task: Task) -> Fit:
     mask = predicate_mask(session, task)
-    # As kube-scheduler: only resources the task asks for are checked (an overcommitted resource
-    # the task does not use does not rule a node out).
-    asked = np.flatnonzero(task.request > 0)
-    req = task.request[asked]
-    idle = session.idle[:, asked]
-    now = mask & np.all(idle >= req - EPS, axis=1)
-    later = mask & np.all(idle + session.releasing[:, asked] >= req - EPS, axis=1)
+    room_now, room_later = _room(session, task, slice(None))
+    now = mask & room_now
+    later = mask & room_later
     shares = np.zeros(session.snapshot.nodes.count, dtype=np.bool_)
     if task.is_shared_gpu:
         portion = _portions(session, task)
@@ -112,19 +110,46 @@ def find_fit(session: Session, task: Task) -> Fit:
     return Fit(session=session, task=task, now=now, later=later, shares_existing=shares & later)
 
 
-def refit_node(session: Session, fit: Fit, node: int, task: Task) -> Fit:
+def refit_nodes(session: Session, fit: Fit, nodes: Collection[int], task: Task) -> Fit:
     """`fit` for `task` (a task with the same request and constraint as `fit.task`, sharing no GPU)
-    after `node` changed: `find_fit` again, computed for that node only (no other node changed)."""
+    after `nodes` changed: `find_fit` again, computed for those nodes only (no other node changed)."""
     assert not task.is_shared_gpu and not session.predicates
-    snap = session.snapshot
-    admitted = bool(snap.constraint_masks[task.constraint][node] and snap.nodes.schedulable[node])
-    asked = np.flatnonzero(task.request > 0)
-    req = task.request[asked]
-    idle = session.idle[node, asked]
+    changed = np.fromiter(nodes, dtype=np.int64, count=len(nodes))
     now, later = fit.now.copy(), fit.later.copy()
-    now[node] = admitted and bool(np.all(idle >= req - EPS))
-    later[node] = admitted and bool(np.all(idle + session.releasing[node, asked] >= req - EPS))
+    now[changed], later[changed] = _fits_at(session, task, changed)
     return Fit(session=session, task=task, now=now, later=later, shares_existing=fit.shares_existing)
+
+
+def fits_now_at(session: Session, task: Task, node: int) -> bool:
+    """Whether `task` (sharing no GPU, no plugin predicates) fits `node`'s idle resources: `find_fit`'s
+    `now` for that node."""
+    snap = session.snapshot
+    if not (snap.constraint_masks[task.constraint][node] and snap.nodes.schedulable[node]):
+        return False
+    return bool(_room_for(session.idle[node], task.request))
+
+
+def _fits_at(session: Session, task: Task, nodes: npt.NDArray[np.int64]) -> tuple[BoolVector, BoolVector]:
+    """`find_fit`'s now and later on `nodes` only, for a task sharing no GPU without plugin predicates."""
+    snap = session.snapshot
+    admitted = snap.constraint_masks[task.constraint][nodes] & snap.nodes.schedulable[nodes]
+    room_now, room_later = _room(session, task, nodes)
+    return admitted & room_now, admitted & room_later
+
+
+def _room(session: Session, task: Task, nodes: npt.NDArray[np.int64] | slice) -> tuple[BoolVector, BoolVector]:
+    """Whether the task's request fits the idle resources of `nodes` (now), and idle plus releasing (later)."""
+    idle = session.idle[nodes]
+    return _room_for(idle, task.request), _room_for(idle + session.releasing[nodes], task.request)
+
+
+def _room_for(free: Matrix | Vector, request: Vector) -> BoolVector:
+    """Whether `request` fits `free` (one node's row, or rows [nodes, resources]). As kube-scheduler: only
+    the resources asked for are checked (an overcommitted resource the task does not use does not rule a
+    node out)."""
+    asked = request > 0
+    fits: BoolVector = np.all(free[..., asked] >= request[asked] - EPS, axis=-1)
+    return fits
 
 
 def _shares_later(session: Session, portion: Vector | float) -> BoolVector:

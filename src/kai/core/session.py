@@ -383,6 +383,12 @@ class Session:
             self.queue_allocated_np[path] += delta
 
     # ----------------------------------------------------------------- task and job state
+    def free(self, resource: int) -> Vector:
+        """What is not allocated of a resource on each node: idle, plus what is being released (KAI's
+        non-allocated)."""
+        free: Vector = self.idle[:, resource] + np.maximum(self.releasing[:, resource], 0.0)
+        return free
+
     def task(self, index: int) -> Task:
         return self.snapshot.tasks[index]
 

@@ -47,22 +47,16 @@ def placement_scores(session: Session, task: Task, candidates: BoolVector) -> Ve
     if strategy == "spread":
         capacity = session.snapshot.nodes.allocatable[:, resource]
         with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = np.where(capacity > 0, _free(session, resource) / capacity, 0.0)
+            ratio = np.where(capacity > 0, session.free(resource) / capacity, 0.0)
         return np.where(candidates, MAX_PLACEMENT * np.clip(ratio, 0.0, 1.0), 0.0)
     if uses_gpu:
-        return _scaled(_free(session, GPU), candidates)
+        return _scaled(session.free(GPU), candidates)
     allocatable = session.snapshot.nodes.allocatable
     max_cpu = max(1.0, float(allocatable[:, CPU].max()))
     max_gpu = max(1.0, float(allocatable[:, GPU].max()))
-    free_gpu = _free(session, GPU) + shared_gpu_room(session)
-    leftover = 0.5 * (_free(session, CPU) - task.request[CPU]) / max_cpu + 0.5 * free_gpu / max_gpu
+    free_gpu = session.free(GPU) + shared_gpu_room(session)
+    leftover = 0.5 * (session.free(CPU) - task.request[CPU]) / max_cpu + 0.5 * free_gpu / max_gpu
     return _scaled(leftover, candidates)
-
-
-def _free(session: Session, resource: int) -> Vector:
-    """What is not allocated of a resource: idle, plus what is being released (KAI's non-allocated)."""
-    free: Vector = session.idle[:, resource] + np.maximum(session.releasing[:, resource], 0.0)
-    return free
 
 
 def shared_gpu_room(session: Session) -> Vector:

@@ -10,6 +10,7 @@ import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from kai.core import fit as fit_lib
 from kai.core.model import Job, Task, TaskStatus
@@ -71,7 +72,7 @@ def _packs(session: Session, task: Task) -> bool:
 def _whole_free_gpus(session: Session) -> bool:
     """Every node's free GPUs (idle or being released) are whole numbers, so the scaled bin-pack
     scores of nodes with different free GPUs never round to equal. Placing whole GPUs keeps it so."""
-    free = session.idle[:, GPU] + np.maximum(session.releasing[:, GPU], 0.0)
+    free = session.free(GPU)
     return bool(np.array_equal(free, np.floor(free)))
 
 
@@ -84,6 +85,50 @@ def _nowhere_key(session: Session, task: Task, why: bool) -> tuple[object, ...] 
     return (*shape, task.gpu_devices, why)
 
 
+Shape = tuple[bytes, int]  # request and constraint of a task sharing no GPU: like tasks fit the same nodes
+KnownFit = tuple[fit_lib.Fit, set[int]]  # a like task's fit, and the nodes changed since
+
+
+def _current(session: Session, known: KnownFit, task: Task) -> fit_lib.Fit:
+    """The fit of `task` from a like task's fit: the changed nodes computed again."""
+    fit, changed = known
+    if not changed:
+        return dataclasses.replace(fit, task=task)
+    return fit_lib.refit_nodes(session, fit, changed, task)
+
+
+@dataclasses.dataclass(slots=True)
+class _PackedRun:
+    """Like pods of a gang placed with packing scores (`_packs`): while they fit the node the last one
+    went to (on idle resources) they go there, as scoring every node would choose it again.
+
+    Once it is full, the best node is the one with the fewest free GPUs (lowest index on a tie) among
+    those the pod fits idle: the nodes are sorted so once, at the first such switch, and taken in that
+    order at each later switch (no other node changes while the gang is placed, and a full node stays
+    full for like pods). When none is left, no node fits idle: placement scores every node again (the
+    pod may be pipelined, or fail)."""
+
+    shape: Shape
+    node: int
+    order: npt.NDArray[np.int64] | None = None
+    position: int = 0
+
+    def next_node(self, session: Session, task: Task, fits: dict[Shape, KnownFit]) -> int | None:
+        if fit_lib.fits_now_at(session, task, self.node):
+            return self.node
+        if self.order is None:
+            fit = _current(session, fits[self.shape], task)
+            fits[self.shape] = (fit, set())
+            fitting = np.flatnonzero(fit.now)
+            self.order = fitting[np.argsort(session.free(GPU)[fitting], kind="stable")]
+            self.position = -1
+        self.position += 1
+        if self.position >= len(self.order):
+            return None
+        self.node = int(self.order[self.position])
+        return self.node
+
+
 def place_tasks(session: Session, stmt: Statement, job: Job, tasks: Sequence[Task], *, why: bool = True) -> str | None:
     """Place a gang attempt; if any member had to be pipelined while the gang was short, pipeline all.
     Returns None on success, else why it failed (`why=False`: without the per-node reasons)."""
@@ -91,57 +136,48 @@ def place_tasks(session: Session, stmt: Statement, job: Job, tasks: Sequence[Tas
     start = stmt.checkpoint()
     # pods with the same request and constraint (sharing no GPU) fit the same nodes: the fit of the
     # last one is kept, with the nodes placements changed since, and only those are checked again
-    fits: dict[tuple[bytes, int], tuple[fit_lib.Fit, set[int]]] = {}
-    # with packing scores, the node such pods go to stays the best while they fit its idle resources
-    packed: tuple[tuple[bytes, int], int] | None = None
+    fits: dict[Shape, KnownFit] = {}
+    packed: _PackedRun | None = None  # with packing scores: where the next like pods go
     whole: bool | None = None  # _whole_free_gpus, once asked
     for task in tasks:
         same = None if task.is_shared_gpu or session.predicates else (task.request.tobytes(), task.constraint)
+        if packed is not None and packed.shape == same and task.nominated_node < 0:
+            node = packed.next_node(session, task, fits)
+            if node is not None:
+                stmt.place(task, node, pipelined=False, choice=None)
+                for _, nodes in fits.values():
+                    nodes.add(node)
+                continue
+        packed = None
         known = fits.get(same) if same is not None else None
         nowhere = _nowhere_key(session, task, why) if known is None else None
         version = int(session.node_version.sum()) if nowhere is not None else 0
         remembered = session.fits_nowhere.get(nowhere) if nowhere is not None else None
+        fit: fit_lib.Fit | None = None
         if remembered is not None and remembered[0] == version:
             error: str | None = remembered[1]  # no node changed since a pod like it fit nowhere
         else:
-            if known is None:
-                fit = fit_lib.find_fit(session, task)
-            else:
-                fit = dataclasses.replace(known[0], task=task)
-                for changed in known[1]:
-                    fit = fit_lib.refit_node(session, fit, changed, task)
-            if (
-                same is not None
-                and packed is not None
-                and packed[0] == same
-                and task.nominated_node < 0
-                and fit.now[packed[1]]
-            ):
-                stmt.place(task, packed[1], pipelined=False, choice=None)
-                error = None
-            else:
-                packed = None
-                error = _place(session, stmt, task, fit, why=why)
-                if error is not None and nowhere is not None:
-                    session.fits_nowhere[nowhere] = (version, error)
-        if error is not None:
+            fit = fit_lib.find_fit(session, task) if known is None else _current(session, known, task)
+            error = _place(session, stmt, task, fit, why=why)
+            if error is not None and nowhere is not None:
+                session.fits_nowhere[nowhere] = (version, error)
+        if error is not None or fit is None:
             stmt.rollback(start)
             if len(tasks) > 1:
                 gang = f"{len(tasks)} pods of the gang must start together"
                 return f"{gang}; pod {task.name} fits nowhere: {error}"
-            return error
+            return str(error)
         node = int(session.node[task.index])
         for _, nodes in fits.values():
             nodes.add(node)
         if same is None:
             continue
         fits[same] = (fit, {node})
-        if packed is None:
-            if session.status[task.index] == TaskStatus.ALLOCATED and _packs(session, task):
-                whole = _whole_free_gpus(session) if whole is None else whole
-                packed = (same, node) if whole else None
-            else:
-                whole = None  # this placement may have left a fraction of a GPU free somewhere
+        if session.status[task.index] == TaskStatus.ALLOCATED and _packs(session, task):
+            whole = _whole_free_gpus(session) if whole is None else whole
+            packed = _PackedRun(same, node) if whole else None
+        else:
+            whole = None  # this placement may have left a fraction of a GPU free somewhere
     placed = [t.index for t in tasks]
     if not was_satisfied and bool(np.any(session.status[placed] == TaskStatus.PIPELINED)):
         stmt.convert_to_pipelined(set(placed))
