@@ -29,8 +29,8 @@ def fingerprint(snapshot: object) -> list[object]:
             for key in sorted(value, key=str):
                 out.append(key)
                 walk(value[key])
-        elif hasattr(value, "__dataclass_fields__"):
-            for name in value.__dataclass_fields__:
+        elif hasattr(value, "__dataclass_fields__") or hasattr(value, "__struct_fields__"):
+            for name in getattr(value, "__dataclass_fields__", None) or value.__struct_fields__:  # type: ignore[attr-defined]
                 walk(getattr(value, name))
         else:
             out.append(value)

@@ -11,6 +11,7 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+import msgspec
 import numpy as np
 import numpy.typing as npt
 
@@ -50,8 +51,10 @@ class Constraint:
     tolerations: tuple[Toleration, ...] = ()
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Task:
+class Task(msgspec.Struct, frozen=True, kw_only=True):
+    """A pod as the cycle sees it. A msgspec Struct rather than a frozen dataclass: a snapshot holds one per
+    pod, and a Struct is built several times faster (`msgspec.structs.replace` changes a copy)."""
+
     index: int
     namespace: str
     name: str

@@ -34,7 +34,7 @@ from kai.core.model import (
     Task,
     TaskStatus,
 )
-from kai.core.resources import GPU, MB, QUEUE_RESOURCES, ResourceIndex
+from kai.core.resources import GPU, MB, QUEUE_RESOURCES, ResourceIndex, Vector
 
 QUEUE_DOES_NOT_EXIST = "QueueDoesNotExist"
 
@@ -62,6 +62,29 @@ class QueueProblem:
 class BuiltSnapshot:
     snapshot: Snapshot
     queue_problems: tuple[QueueProblem, ...]
+
+
+_NO_CONSTRAINT = Constraint()
+
+
+class _PodRequests:
+    """Pods' request vectors (a pod counts one against the node's `pods`), one read-only vector shared by
+    all pods asking the same: the pods of a workload ask alike."""
+
+    def __init__(self, index: ResourceIndex) -> None:
+        self.index = index
+        self.pods = index.position("pods") or 3
+        self.known: dict[tuple[tuple[str, float], ...], Vector] = {}
+
+    def vector(self, requests: Mapping[str, float]) -> Vector:
+        key = tuple(requests.items())
+        vector = self.known.get(key)
+        if vector is None:
+            vector = self.index.vector(requests)
+            vector[self.pods] = 1.0
+            vector.flags.writeable = False
+            self.known[key] = vector
+        return vector
 
 
 def _queue_problems(queues: Sequence[api_queue.Queue]) -> dict[str, str]:
@@ -132,9 +155,7 @@ def _build_queues(queues: Sequence[api_queue.Queue]) -> tuple[tuple[Queue, ...],
             preempt = preempt if preempt is not None else parent.preempt_min_runtime
             reclaim = reclaim if reclaim is not None else parent.reclaim_min_runtime
             cursor = parent.parent
-        resolved.append(
-            dataclasses.replace(cq, preempt_min_runtime=preempt or 0.0, reclaim_min_runtime=reclaim or 0.0)
-        )
+        resolved.append(dataclasses.replace(cq, preempt_min_runtime=preempt or 0.0, reclaim_min_runtime=reclaim or 0.0))
     return tuple(resolved), problems
 
 
@@ -148,9 +169,7 @@ def _annotation_time(annotations: Mapping[str, str], key: str) -> float | None:
         return None
 
 
-def _missing_queue_message(
-    name: str, queues: Sequence[Queue], problems: Mapping[str, str], label_key: str
-) -> str:
+def _missing_queue_message(name: str, queues: Sequence[Queue], problems: Mapping[str, str], label_key: str) -> str:
     leaves = sorted(q.name for q in queues if q.is_leaf)
     if name in problems:
         return f'queue "{name}" cannot be used: {problems[name]}'
@@ -163,9 +182,7 @@ def _missing_queue_message(
             )
     if not name:
         return f"the PodGroup names no queue; set the {label_key} label to one of: " + ", ".join(leaves)
-    return f'queue "{name}" does not exist; create it or set the {label_key} label to one of: ' + ", ".join(
-        leaves
-    )
+    return f'queue "{name}" does not exist; create it or set the {label_key} label to one of: ' + ", ".join(leaves)
 
 
 def _subgroup_sets(pg: api_podgroup.PodGroup, podset_names: list[str]) -> tuple[SubGroupSet, ...]:
@@ -205,6 +222,7 @@ def build_snapshot(
     extended = {name for n in nodes for name in n.allocatable}
     extended |= {name for p in pods for name in p.pod.requests}
     index = ResourceIndex(extended)
+    requests = _PodRequests(index)
     node_list = sorted(nodes, key=lambda n: n.name)
     node_pos = {n.name: i for i, n in enumerate(node_list)}
     n_nodes, n_res = len(node_list), index.size
@@ -221,8 +239,7 @@ def build_snapshot(
     foreign_usage = np.zeros(n_res)
     for fp in foreign_pods:
         if fp.node in node_pos and fp.status in (TaskStatus.RUNNING, TaskStatus.RELEASING):
-            vec = index.vector(fp.pod.requests)
-            vec[index.position("pods") or 3] = 1.0
+            vec = requests.vector(fp.pod.requests)
             used[node_pos[fp.node]] += vec
             if schedulable[node_pos[fp.node]]:
                 foreign_usage += vec
@@ -278,20 +295,24 @@ def build_snapshot(
         job_tasks: list[int] = []
         for ps in states:
             pod = ps.pod
-            sub = pod.meta.labels.get(api_pod.SUBGROUP_LABEL, "")
+            pod_labels = pod.meta.labels
+            sub = pod_labels.get(api_pod.SUBGROUP_LABEL, "")
             podset = podset_names.index(sub) if sub in podset_names else 0
-            constraint = Constraint(
-                node_selector=tuple(sorted(pod.node_selector.items())),
-                affinity_terms=pod.affinity_terms,
-                tolerations=pod.tolerations,
-            )
-            cid = constraint_ids.setdefault(constraint, len(constraint_ids))
-            request = index.vector(pod.requests)
-            request[index.position("pods") or 3] = 1.0
+            if pod.node_selector or pod.affinity_terms or pod.tolerations:
+                constraint = Constraint(
+                    node_selector=tuple(sorted(pod.node_selector.items())),
+                    affinity_terms=pod.affinity_terms,
+                    tolerations=pod.tolerations,
+                )
+                cid = constraint_ids.setdefault(constraint, len(constraint_ids))
+            else:
+                cid = constraint_ids.setdefault(_NO_CONSTRAINT, len(constraint_ids))
+            request = requests.vector(pod.requests)
             share = pod.gpu_share
             node_i = node_pos.get(ps.node, -1) if ps.node else -1
+            priority_text = pod_labels.get(api_pod.TASK_PRIORITY_LABEL)
             try:
-                task_priority = int(pod.meta.labels.get(api_pod.TASK_PRIORITY_LABEL, "0"))
+                task_priority = int(priority_text) if priority_text is not None else 0
             except ValueError:
                 task_priority = 0
             task = Task(
@@ -379,9 +400,7 @@ def build_snapshot(
 
     constraints = tuple(sorted(constraint_ids, key=lambda c: constraint_ids[c]))
     names = tuple(n.name for n in node_list)
-    masks = tuple(
-        constraint_lib.constraint_mask(c, names=names, labels=labels, taints=taints) for c in constraints
-    )
+    masks = tuple(constraint_lib.constraint_mask(c, names=names, labels=labels, taints=taints) for c in constraints)
     cluster = allocatable[schedulable].sum(axis=0) - foreign_usage if n_nodes else np.zeros(n_res)
     total = np.maximum(cluster[list(QUEUE_RESOURCES)], 0.0)
     snapshot = Snapshot(

@@ -16,6 +16,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+import msgspec
+
 from kai.core import constraints as constraint_lib
 from kai.core.model import Constraint, Job, Snapshot, Task, TaskStatus
 from kai.core.resources import MB
@@ -148,7 +150,7 @@ class DropNodeSelector:
                 masks.append(
                     constraint_lib.constraint_mask(new, names=nodes.names, labels=nodes.labels, taints=nodes.taints)
                 )
-            tasks[t] = dataclasses.replace(task, constraint=index[new])
+            tasks[t] = msgspec.structs.replace(task, constraint=index[new])
         return dataclasses.replace(
             snapshot, tasks=tuple(tasks), constraints=tuple(constraints), constraint_masks=tuple(masks)
         )
@@ -203,7 +205,7 @@ class SetPodRequest:
             if self.matches(tasks[t]):
                 request = tasks[t].request.copy()
                 request[self.resource] = self.amount
-                tasks[t] = dataclasses.replace(tasks[t], request=request)
+                tasks[t] = msgspec.structs.replace(tasks[t], request=request)
         return dataclasses.replace(snapshot, tasks=tuple(tasks))
 
 

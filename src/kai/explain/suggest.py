@@ -13,10 +13,11 @@ quota from the proportion plugin's `capacity_block` at every level it blocks, a 
 from __future__ import annotations
 
 import copy
-import dataclasses
 import difflib
 from collections.abc import Iterator
 from dataclasses import dataclass
+
+import msgspec
 
 from kai.api.priority import PREEMPTIBLE_BELOW
 from kai.core.model import Job, Snapshot
@@ -289,7 +290,7 @@ def _shrink(ctx: analysis.Context, job: Job, reason: model.Reason) -> Iterator[C
         for task in tasks:
             request = task.request.copy()
             request[GPU] = amount
-            smaller.append(dataclasses.replace(task, request=request))
+            smaller.append(msgspec.structs.replace(task, request=request))
         if analysis.fitting(session, smaller).placed == len(smaller):
             yield (changes.SetPodRequest(job=job.index, resource=GPU, was=was, amount=float(amount)),)
             return
