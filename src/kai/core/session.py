@@ -201,6 +201,8 @@ class Session:
         # per node, a counter statements bump whenever the node's resources or shared devices change
         self.node_version: npt.NDArray[np.int64] = np.zeros(nodes.count, dtype=np.int64)
         self._attempt_cache: dict[int, tuple[int, Vector]] = {}
+        self._tasks_cache: dict[int, tuple[int, tuple[Task, ...]]] = {}  # tasks_to_allocate, by job version
+        self._exists: dict[int, Counts] = {}  # _existing: snapshot statuses only, so once per job
         self.simulated_attempts: dict[int, Vector] = {}  # set by the victim search while it re-places victims
         self.podset_alive: list[npt.NDArray[np.int64]] = self._open_accounts(snapshot)
         # extension points
@@ -449,18 +451,31 @@ class Session:
             short.append((job.podsets[0].name if len(job.podsets) == 1 else "", job.min_member, int(exists.sum())))
         return short
 
-    def _existing(self, job: Job) -> npt.NDArray[np.int64]:
-        exists = np.zeros(len(job.podsets), dtype=np.int64)
-        for t in job.tasks:
-            if self.snapshot.tasks[t].status <= TaskStatus.RELEASING:
-                exists[self.snapshot.tasks[t].podset] += 1
+    def _existing(self, job: Job) -> Counts:
+        """The job's existing pods per podset (read-only; from the snapshot's statuses, fixed for the session)."""
+        exists = self._exists.get(job.index)
+        if exists is None:
+            exists = np.zeros(len(job.podsets), dtype=np.int64)
+            for t in job.tasks:
+                if self.snapshot.tasks[t].status <= TaskStatus.RELEASING:
+                    exists[self.snapshot.tasks[t].podset] += 1
+            exists.flags.writeable = False
+            self._exists[job.index] = exists
         return exists
 
     def tasks_to_allocate(self, job: Job) -> list[Task]:
         """The tasks of the next attempt: the whole missing gang, else one more task (elastic growth).
 
-        Nothing for a job that is not ready (see `not_ready`).
+        Nothing for a job that is not ready (see `not_ready`). Cached until the job changes (every
+        statement operation on one of its tasks bumps `job_version`).
         """
+        version = int(self.job_version[job.index])
+        cached = self._tasks_cache.get(job.index)
+        if cached is None or cached[0] != version:
+            cached = self._tasks_cache[job.index] = (version, tuple(self._tasks_to_allocate(job)))
+        return list(cached[1])
+
+    def _tasks_to_allocate(self, job: Job) -> list[Task]:
         pending = self.pending_tasks(job)
         if not pending or self.not_ready(job):
             return []

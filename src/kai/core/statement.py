@@ -56,12 +56,13 @@ class Statement:
         """Allocate the task on the node (or pipeline it onto resources still being released)."""
         s = self.session
         req = task.request
-        from_releasing = np.zeros_like(req)
+        from_releasing = None  # placed on idle resources only
+        from_idle = req
         if pipelined:
             from_releasing = np.minimum(np.maximum(s.releasing[node], 0.0), req)
-        from_idle = req - from_releasing
+            from_idle = req - from_releasing
+            s.releasing[node] -= from_releasing
         s.idle[node] -= from_idle
-        s.releasing[node] -= from_releasing
         groups: tuple[str, ...] = ()
         portion = 0.0
         created: list[str] = []
@@ -103,7 +104,8 @@ class Statement:
 
         def undo() -> None:
             s.idle[node] += from_idle
-            s.releasing[node] += from_releasing
+            if from_releasing is not None:
+                s.releasing[node] += from_releasing
             if task.is_shared_gpu and choice is not None:
                 devs = s.devices[node]
                 for g in choice.existing:
