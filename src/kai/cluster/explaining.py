@@ -82,6 +82,12 @@ def facts(
     else:
         pods = list(pods)
         groups = {f"{key.split('/', 1)[0]}/{podgroup}" for key, podgroup in pods if podgroup is not None}
+    # PodGroups the pod grouper made (a user's own PodGroup names its queue: no label can be missing)
+    derived = {
+        f"{pg.meta.namespace}/{pg.name}"
+        for pg in state.podgroup_objects()
+        if api_podgroup.TOP_OWNER_METADATA_ANNOTATION in pg.meta.annotations
+    }
     pod_owners: dict[str, model.ObjectKey] = {}
     missing_label: dict[str, bool] = {}  # PodGroup namespace/name -> a pod says the label is missing
     for key, podgroup in pods:
@@ -93,20 +99,19 @@ def facts(
         if isinstance(chain, grouper_model.GroupingError):
             continue
         pod_owners[key] = _key(chain.top_owner, namespace)
-        if podgroup is not None:
+        group = f"{namespace}/{podgroup}"
+        if podgroup is not None and group in derived and not missing_label.get(group, False):
             hint = queues.missing_label_hint(base=chain.top_owner, pod=raw, config=grouper_config)
-            group = f"{namespace}/{podgroup}"
-            missing_label[group] = missing_label.get(group, False) or hint is not None
+            missing_label[group] = hint is not None
     workloads: dict[str, model.WorkloadFacts] = {}
     for pg in state.podgroup_objects():
         key = f"{pg.meta.namespace}/{pg.name}"
         if groups is not None and key not in groups:
             continue
-        derived = api_podgroup.TOP_OWNER_METADATA_ANNOTATION in pg.meta.annotations
         workloads[key] = model.WorkloadFacts(
-            owner=_owner(pg) if derived else None,
-            podgroup_is_input=not derived,
-            queue_label_missing=derived and missing_label.get(key, False),
+            owner=_owner(pg) if key in derived else None,
+            podgroup_is_input=key not in derived,
+            queue_label_missing=missing_label.get(key, False),
             preemptibility_set=pg.preemptibility is not None,
         )
     classes = {
