@@ -28,6 +28,8 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 from kai.api import pod as api_pod
 from kai.core.model import TaskStatus
 from kai.core.snapshot_builder import PodState
@@ -99,7 +101,7 @@ def account_reservations(ours: Sequence[PodState], foreign: Sequence[PodState]) 
         group = reservation_group(state.pod.meta.labels)
         if group is not None and state.node and (state.node, group) in held:
             requests = {k: v for k, v in state.pod.requests.items() if k != api_pod.GPU_RESOURCE}
-            state = dataclasses.replace(state, pod=dataclasses.replace(state.pod, requests=requests))
+            state = msgspec.structs.replace(state, pod=dataclasses.replace(state.pod, requests=requests))
         out.append(state)
     return out
 
