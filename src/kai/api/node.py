@@ -46,9 +46,18 @@ class Node:
         return value if value > 0 else DEFAULT_GPU_MEMORY_MIB
 
 
-def parse_node(raw: Mapping[str, Any], *, source: Source | None) -> Node:
-    meta = read_meta(raw, source=source, kind="Node", namespaced=False)
-    top = Reader(raw, source=source, kind="Node", name=meta.name)
+@dataclass(frozen=True, kw_only=True, slots=True)
+class NodeBody:
+    """What a node's spec and status say, apart from its metadata (nodes of one type share one)."""
+
+    allocatable: Mapping[str, float]
+    taints: tuple[Taint, ...]
+    unschedulable: bool
+    ready: bool
+
+
+def read_node_body(top: Reader) -> NodeBody:
+    """The spec and status of the node whose top-level mapping `top` reads."""
     status = top.child("status")
     key = "allocatable" if status.has("allocatable") else "capacity"
     resources = status.string_map(key)
@@ -70,10 +79,17 @@ def parse_node(raw: Mapping[str, Any], *, source: Source | None) -> Node:
     for cond in status.children("conditions"):
         if cond.text("type") == "Ready":
             ready = cond.text("status") == "True"
-    return Node(
-        meta=meta,
-        allocatable=allocatable,
-        taints=tuple(taints),
-        unschedulable=spec.flag("unschedulable", False),
-        ready=ready,
+    return NodeBody(
+        allocatable=allocatable, taints=tuple(taints), unschedulable=spec.flag("unschedulable", False), ready=ready
     )
+
+
+def node_of(meta: ObjectMeta, body: NodeBody) -> Node:
+    return Node(
+        meta=meta, allocatable=body.allocatable, taints=body.taints, unschedulable=body.unschedulable, ready=body.ready
+    )
+
+
+def parse_node(raw: Mapping[str, Any], *, source: Source | None) -> Node:
+    meta = read_meta(raw, source=source, kind="Node", namespaced=False)
+    return node_of(meta, read_node_body(Reader(raw, source=source, kind="Node", name=meta.name)))

@@ -226,9 +226,23 @@ def parse_gpu_share(annotations: Mapping[str, str], requests: Mapping[str, float
     return GpuShare(fraction=fraction, memory_mib=memory, num_devices=devices)
 
 
-def parse_pod(raw: Mapping[str, Any], *, source: Source | None) -> Pod:
-    meta = read_meta(raw, source=source, kind="Pod", namespaced=True)
-    top = Reader(raw, source=source, kind="Pod", name=meta.name)
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PodBody:
+    """What a pod's spec and status say, apart from its metadata (pods of a gang share one)."""
+
+    scheduler_name: str
+    node_name: str
+    phase: str
+    requests: Mapping[str, float]
+    node_selector: Mapping[str, str]
+    affinity_terms: tuple[NodeSelectorTerm, ...]
+    tolerations: tuple[Toleration, ...]
+    priority_class_name: str
+    termination_grace_seconds: float
+
+
+def read_pod_body(top: Reader) -> PodBody:
+    """The spec and status of the pod whose top-level mapping `top` reads."""
     spec = top.child("spec")
     if not spec.sequence("containers"):
         raise spec.error("containers", "must list at least one container")
@@ -237,8 +251,7 @@ def parse_pod(raw: Mapping[str, Any], *, source: Source | None) -> Pod:
     if phase not in PHASES:
         raise top.error("status.phase", f'must be one of {", ".join(PHASES)}, got "{phase}"')
     grace = spec.number("terminationGracePeriodSeconds", 30.0)
-    return Pod(
-        meta=meta,
+    return PodBody(
         scheduler_name=spec.text("schedulerName", "default-scheduler"),
         node_name=spec.text("nodeName"),
         phase=phase,
@@ -248,5 +261,27 @@ def parse_pod(raw: Mapping[str, Any], *, source: Source | None) -> Pod:
         tolerations=_tolerations(spec),
         priority_class_name=spec.text("priorityClassName"),
         termination_grace_seconds=max(0.0, grace),
-        gpu_share=parse_gpu_share(meta.annotations, requests, top),
     )
+
+
+def pod_of(meta: ObjectMeta, body: PodBody, top: Reader) -> Pod:
+    """The pod of this metadata and body; `top` reads the whole object (for the GPU-sharing checks)."""
+    return Pod(
+        meta=meta,
+        scheduler_name=body.scheduler_name,
+        node_name=body.node_name,
+        phase=body.phase,
+        requests=body.requests,
+        node_selector=body.node_selector,
+        affinity_terms=body.affinity_terms,
+        tolerations=body.tolerations,
+        priority_class_name=body.priority_class_name,
+        termination_grace_seconds=body.termination_grace_seconds,
+        gpu_share=parse_gpu_share(meta.annotations, body.requests, top),
+    )
+
+
+def parse_pod(raw: Mapping[str, Any], *, source: Source | None) -> Pod:
+    meta = read_meta(raw, source=source, kind="Pod", namespaced=True)
+    top = Reader(raw, source=source, kind="Pod", name=meta.name)
+    return pod_of(meta, read_pod_body(top), top)

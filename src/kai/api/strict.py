@@ -324,21 +324,32 @@ def check_keys(
     known = KAI_KEYS | extra_keys
     for path, mapping in metadata_maps(raw) if maps is None else maps:
         for key in sorted(map(str, mapping)):
-            at = f"{path}.{key}"
-            if key in known:
+            finding = key_finding(key, known)
+            if finding is None:
                 continue
-            if key in KAI_ONLY_KEYS:
-                warnings.append((at, "NotSupported", f"{KAI_ONLY_KEYS[key]}: kai accepts it but does not act on it"))
-                continue
-            if key.startswith(OUR_PREFIXES):
-                guess = _near(key, known | set(KAI_ONLY_KEYS), cutoff=0.6)
-                hint = f"; did you mean {guess}?" if guess else ""
-                errors.append((at, f"unknown key under {key.split('/')[0]}/{hint}"))
-                continue
-            guess = _unprefixed_near_miss(key)
-            if guess is not None:
-                warnings.append((at, "UnknownKey", f"is not a key kai reads; did you mean {guess}?"))
+            reason, problem = finding
+            if reason:
+                warnings.append((f"{path}.{key}", reason, problem))
+            else:
+                errors.append((f"{path}.{key}", problem))
     return errors, warnings
+
+
+def key_finding(key: str, known: frozenset[str]) -> tuple[str, str] | None:
+    """What is wrong with one label or annotation key, as (warning reason, problem), with reason ""
+    for an error; None for a key with nothing to say. `known`: KAI_KEYS and the configured extra keys."""
+    if key in known:
+        return None
+    if key in KAI_ONLY_KEYS:
+        return "NotSupported", f"{KAI_ONLY_KEYS[key]}: kai accepts it but does not act on it"
+    if key.startswith(OUR_PREFIXES):
+        guess = _near(key, known | set(KAI_ONLY_KEYS), cutoff=0.6)
+        hint = f"; did you mean {guess}?" if guess else ""
+        return "", f"unknown key under {key.split('/')[0]}/{hint}"
+    guess = _unprefixed_near_miss(key)
+    if guess is not None:
+        return "UnknownKey", f"is not a key kai reads; did you mean {guess}?"
+    return None
 
 
 def check_document(

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kai.api import kinds, strict
+from kai.api import json_decode, kinds, strict
 from kai.api.errors import InputError, InputWarning, Source
 from kai.api.fields import is_mapping, parse_duration
 from kai.api.manifest import ApiObject, Document, SkippedObject, parse_document, split_documents
@@ -36,6 +36,10 @@ class Loaded:
 
 def is_url(path: str) -> bool:
     return path.startswith(("http://", "https://"))
+
+
+def is_json(file: str) -> bool:
+    return file.endswith(".json")
 
 
 def _files(path: str) -> list[str]:
@@ -214,14 +218,25 @@ def load_paths(paths: Sequence[str], *, extra_keys: frozenset[str] = frozenset()
         for file in files:
             try:
                 text = _read(file)
-                docs = list(split_documents(text, file=file))
+                fast = (
+                    json_decode.decode_list(text, file=file, extra_keys=extra_keys) if file.endswith(".json") else None
+                )
+                docs = [d.doc for d in fast] if fast is not None else list(split_documents(text, file=file))
             except InputError as exc:
                 errors.append(exc)
                 continue
             documents += len(docs)
             # a JSON text without the word null holds no null (YAML has other ways to write one)
-            nulls = not file.endswith(".json") or "null" in text
-            for doc in docs:
+            nulls = not is_json(file) or "null" in text
+            for i, doc in enumerate(docs):
+                read = fast[i].obj if fast is not None else None
+                if read is not None:  # the strict checks and the parser would find nothing to say
+                    problems = _sim_annotation_errors(doc, [("metadata.annotations", read.meta.annotations)])
+                    if problems:
+                        errors.extend(problems)
+                    else:
+                        objects.append((read, dict(doc.raw)))
+                    continue
                 maps = strict.metadata_maps(doc.raw)
                 findings = schemas.check(doc, extra_keys, maps)
                 warnings.extend(findings.warnings)
