@@ -41,10 +41,10 @@ def _both(docs: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch) -> tuple[
     read = 0
     decode = json_decode.decode_list
 
-    def counting(text: str, *, file: str, extra_keys: frozenset[str]) -> list[json_decode.Decoded] | None:
+    def counting(text: str, *, file: str, extra_keys: frozenset[str]) -> json_decode.Decoded | None:
         nonlocal read
         found = decode(text, file=file, extra_keys=extra_keys)
-        read += sum(d.obj is not None for d in found or [])
+        read += sum(obj is not None for obj in found.objects) if found is not None else 0
         return found
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -30,7 +30,6 @@ import msgspec
 from kai.api import kinds, strict
 from kai.api.errors import InputError, Source
 from kai.api.fields import Reader, parse_timestamp
-from kai.api.manifest import Document
 from kai.api.meta import ObjectMeta, OwnerReference
 from kai.api.node import Node, NodeBody, node_of, read_node_body
 from kai.api.pod import Pod, PodBody, pod_of, read_pod_body
@@ -87,11 +86,12 @@ _BUILTINS = msgspec.json.Decoder()
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Decoded:
-    """One document of the file (its raw mapping as `json.loads` gives it), and its typed object when this
-    module read it (None: the caller checks and parses the document as any other)."""
+    """The documents of one file (their raw mappings as `json.loads` gives them), and the typed object of
+    each that this module read (None: the caller checks and parses that document as any other)."""
 
-    doc: Document
-    obj: Pod | Node | None
+    source: Source
+    raws: list[dict[str, Any]]
+    objects: list[Pod | Node | None]
 
 
 class _Reader:
@@ -201,7 +201,7 @@ class _Reader:
         return found
 
 
-def decode_list(text: str, *, file: str, extra_keys: frozenset[str]) -> list[Decoded] | None:
+def decode_list(text: str, *, file: str, extra_keys: frozenset[str]) -> Decoded | None:
     """The documents of a JSON file holding one `v1 List`, Pods and Nodes read; None for any other file
     (not such a list, or not JSON msgspec decodes: the ordinary way reads it, and names what is wrong)."""
     try:
@@ -211,10 +211,12 @@ def decode_list(text: str, *, file: str, extra_keys: frozenset[str]) -> list[Dec
     if top.kind != "List" or kinds.group_of(top.apiVersion) != "" or top.items is None:
         return None
     reader = _Reader(Source(file=file, index=1), extra_keys)
-    out = []
+    raws = []
+    objects = []
     for item in top.items:
         raw = _BUILTINS.decode(item)
         if type(raw) is not dict:
             return None
-        out.append(Decoded(doc=Document(raw=raw, source=reader.source), obj=reader.read(item, raw)))
-    return out
+        raws.append(raw)
+        objects.append(reader.read(item, raw))
+    return Decoded(source=reader.source, raws=raws, objects=objects)

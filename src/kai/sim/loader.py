@@ -7,11 +7,12 @@ after all of them have been listed, so a user fixes them in one go. Checks that 
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 import urllib.error
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -218,25 +219,33 @@ def load_paths(paths: Sequence[str], *, extra_keys: frozenset[str] = frozenset()
         for file in files:
             try:
                 text = _read(file)
-                fast = (
-                    json_decode.decode_list(text, file=file, extra_keys=extra_keys) if file.endswith(".json") else None
-                )
-                docs = [d.doc for d in fast] if fast is not None else list(split_documents(text, file=file))
+                fast = json_decode.decode_list(text, file=file, extra_keys=extra_keys) if is_json(file) else None
+                docs = [] if fast is not None else list(split_documents(text, file=file))
             except InputError as exc:
                 errors.append(exc)
                 continue
-            documents += len(docs)
+            entries: Iterable[tuple[Mapping[str, Any], Source, ApiObject | None]]
+            if fast is not None:
+                documents += len(fast.raws)
+                entries = zip(fast.raws, itertools.repeat(fast.source), fast.objects, strict=False)
+            else:
+                documents += len(docs)
+                entries = ((d.raw, d.source, None) for d in docs)
             # a JSON text without the word null holds no null (YAML has other ways to write one)
             nulls = not is_json(file) or "null" in text
-            for i, doc in enumerate(docs):
-                read = fast[i].obj if fast is not None else None
+            for raw, source, read in entries:
                 if read is not None:  # the strict checks and the parser would find nothing to say
-                    problems = _sim_annotation_errors(doc, [("metadata.annotations", read.meta.annotations)])
-                    if problems:
-                        errors.extend(problems)
-                    else:
-                        objects.append((read, dict(doc.raw)))
+                    annotations = read.meta.annotations
+                    if any(key in annotations for key in SIM_DURATION_ANNOTATIONS):
+                        found = _sim_annotation_errors(
+                            Document(raw=raw, source=source), [("metadata.annotations", annotations)]
+                        )
+                        if found:
+                            errors.extend(found)
+                            continue
+                    objects.append((read, dict(raw)))
                     continue
+                doc = Document(raw=raw, source=source)
                 maps = strict.metadata_maps(doc.raw)
                 findings = schemas.check(doc, extra_keys, maps)
                 warnings.extend(findings.warnings)
