@@ -30,6 +30,19 @@ class ObjectMeta:
     creation_timestamp: float | None = None
     deletion_timestamp: float | None = None  # set once deletion was asked for (the object is terminating)
 
+    def stamped(self, *, uid: str, created: float) -> ObjectMeta:
+        """This metadata with the uid and creation time the API server gives an object it stores."""
+        return ObjectMeta(
+            name=self.name,
+            namespace=self.namespace,
+            uid=uid,
+            labels=self.labels,
+            annotations=self.annotations,
+            owner_references=self.owner_references,
+            creation_timestamp=created,
+            deletion_timestamp=self.deletion_timestamp,
+        )
+
 
 def read_meta(raw: Mapping[str, Any], *, source: Source | None, kind: str, namespaced: bool) -> ObjectMeta:
     """Parse `metadata`; a missing name is an error, a namespaced object defaults to `default`."""

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import click
 import yaml
-from rich.console import Console
 
 from kai.api.fields import parse_duration
 from kai.cli import CONTEXT_SETTINGS, json_text
 from kai.cli.collector import collector_paused
 from kai.cli.sim_help import EPILOG, print_config_help
 from kai.cli.simulate import simulate
-from kai.cli.views import show as views
+from kai.cli.views import names
 from kai.cli.views.capture import ClusterView, capture
 from kai.sim import output
 
@@ -82,10 +81,10 @@ def _durations(texts: tuple[str, ...]) -> list[float]:
 @click.option(
     "--show",
     "show_text",
-    default=",".join(views.DEFAULT_SHOW),
+    default=",".join(names.DEFAULT_SHOW),
     show_default=True,
     metavar="VIEWS",
-    help=f"Tables to print, comma-separated: {', '.join(views.VIEWS)}.",
+    help=f"Tables to print, comma-separated: {', '.join(names.VIEW_NAMES)}.",
 )
 @click.option("--timeline", is_flag=True, help="Print every event in order, with virtual timestamps (tables only).")
 @click.option(
@@ -125,7 +124,7 @@ def sim(
     scheduler's cycles and prints what it decided and why.
     """
     try:
-        show = views.parse_show(show_text)
+        show = names.parse_show(show_text)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--show") from None
     pauses = _durations(at_texts)
@@ -149,6 +148,10 @@ def sim(
             doc = output.build(simulation)
             click.echo(json_text.dumps(doc) if fmt == "json" else yaml.safe_dump(doc, sort_keys=False))
         return
+    from rich.console import Console  # only tables need the renderer
+
+    from kai.cli.views import show as views
+
     console = Console(highlight=False)
     final = capture(simulation)
     if timeline:

@@ -131,6 +131,7 @@ class Simulation:
             if isinstance(obj, Workload):
                 reconcile.validate_workload(obj)
         has_nodes = any(isinstance(o, Node) for o, _ in objects)
+        arrivals: list[tuple[float, int, ApiObject, Mapping[str, Any]]] = []
         for i, (obj, raw) in enumerate(objects):
             delay_text = obj.meta.annotations.get(CREATE_AT_ANNOTATION)
             at = self.start
@@ -145,7 +146,11 @@ class Simulation:
                         field=f"metadata.annotations.{CREATE_AT_ANNOTATION}",
                         problem=str(exc),
                     ) from None
-            heapq.heappush(self._pending, (at, i, obj, raw))
+            arrivals.append((at, i, obj, raw))
+        # what is due now is created below in order of time, then input (as popped from the heap); the rest waits
+        due = sorted(a for a in arrivals if a[0] <= self.now + 1e-9)
+        self._pending = [a for a in arrivals if a[0] > self.now + 1e-9]
+        heapq.heapify(self._pending)
         if not has_nodes:
             for node in defaults.default_nodes():
                 self.nodes[node.name] = node
@@ -156,7 +161,8 @@ class Simulation:
         if not any(isinstance(o, Queue) and o.meta.name == defaults.DEFAULT_QUEUE for o, _ in objects):
             for q in defaults.default_queues(created=self.start - 1):
                 self.queues[q.name] = q
-        self._create_due()
+        for _, _, obj, raw in due:
+            self.create(obj, raw)
         for key in sorted(self.pods):
             loaded = self.pods[key]
             if loaded.status in (TaskStatus.RUNNING, TaskStatus.RELEASING) and loaded.node is not None:
@@ -177,9 +183,8 @@ class Simulation:
             meta["namespace"] = obj.meta.namespace  # the API server defaults it, so the grouper sees it
         meta["creationTimestamp"] = format_timestamp(created)
         body["metadata"] = meta
-        new_meta = dataclasses.replace(obj.meta, uid=uid, creation_timestamp=created)
         fields = {f: getattr(obj, f) for f in obj.__dataclass_fields__}
-        fields["meta"] = new_meta
+        fields["meta"] = obj.meta.stamped(uid=uid, created=created)
         if isinstance(obj, Workload):
             fields["raw"] = body
         return type(obj)(**fields), body

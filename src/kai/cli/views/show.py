@@ -9,6 +9,7 @@ from rich.console import Console, RenderableType
 from kai.api.fields import format_timestamp
 from kai.cli.views import evictions, layout, nodes, podgroups, pods, queues, timeline
 from kai.cli.views.capture import ClusterView
+from kai.cli.views.names import VIEW_NAMES
 
 VIEWS: dict[str, Callable[..., list[RenderableType]]] = {
     "pods": pods.render,
@@ -17,18 +18,7 @@ VIEWS: dict[str, Callable[..., list[RenderableType]]] = {
     "nodes": nodes.render,
     "evictions": evictions.render,
 }
-DEFAULT_SHOW = ("pods", "podgroups", "queues", "evictions")
-
-
-def parse_show(text: str) -> tuple[str, ...]:
-    """`pods,queues` as view names, in the order of VIEWS; ValueError names an unknown one."""
-    names = [n.strip() for n in text.split(",") if n.strip()]
-    for name in names:
-        if name not in VIEWS:
-            raise ValueError(f'unknown view "{name}"; known views: {", ".join(VIEWS)}')
-    if not names:
-        raise ValueError(f"name at least one view: {', '.join(VIEWS)}")
-    return tuple(v for v in VIEWS if v in names)
+assert tuple(VIEWS) == VIEW_NAMES
 
 
 def print_blocks(console: Console, blocks: Sequence[RenderableType]) -> None:
