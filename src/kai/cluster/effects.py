@@ -27,7 +27,7 @@ from typing import Protocol
 from kai.api.fields import format_timestamp
 from kai.api.podgroup import LAST_EVICTION_ANNOTATION, LAST_START_ANNOTATION, STALE_TIMESTAMP_ANNOTATION
 from kai.cluster.pods import group_labels
-from kai.core.decisions import CycleResult, JobFigures, Kind, QueueFigures, Triple
+from kai.core.decisions import CycleResult, JobFigures, Kind, Placement, QueueFigures, Triple
 from kai.core.resources import MB
 from kai.explain import model
 
@@ -242,6 +242,35 @@ def podgroup_not_found_message(namespace: str, name: str) -> str:
     )
 
 
+def placement_effects(placement: Placement) -> tuple[Bind, RecordEvent] | tuple[Nominate]:
+    """A placement's effects: its binding and the pod's `Scheduled` event, or its nomination."""
+    if placement.kind is Kind.BIND:
+        labels, annotations = bind_metadata(placement.gpu_groups)
+        bind = Bind(
+            pod=placement.pod,
+            node=placement.node,
+            gpu_groups=placement.gpu_groups,
+            gpu_portion=placement.gpu_portion,
+            labels=labels,
+            annotations=annotations,
+        )
+        scheduled = RecordEvent(
+            type="Normal",
+            reason=SCHEDULED,
+            object=f"Pod/{placement.pod}",
+            message=f"Successfully assigned {placement.pod} to {placement.node}",
+        )
+        return (bind, scheduled)
+    nominate = Nominate(
+        pod=placement.pod,
+        node=placement.node,
+        gpu_groups=placement.gpu_groups,
+        gpu_portion=placement.gpu_portion,
+        message=f"waiting for resources being released on {placement.node}",
+    )
+    return (nominate,)
+
+
 def plan(
     result: CycleResult,
     view: PlanView,
@@ -257,36 +286,7 @@ def plan(
     """
     effects: list[Effect] = []
     for placement in result.placements:
-        if placement.kind is Kind.BIND:
-            labels, annotations = bind_metadata(placement.gpu_groups)
-            effects.append(
-                Bind(
-                    pod=placement.pod,
-                    node=placement.node,
-                    gpu_groups=placement.gpu_groups,
-                    gpu_portion=placement.gpu_portion,
-                    labels=labels,
-                    annotations=annotations,
-                )
-            )
-            effects.append(
-                RecordEvent(
-                    type="Normal",
-                    reason=SCHEDULED,
-                    object=f"Pod/{placement.pod}",
-                    message=f"Successfully assigned {placement.pod} to {placement.node}",
-                )
-            )
-        else:
-            effects.append(
-                Nominate(
-                    pod=placement.pod,
-                    node=placement.node,
-                    gpu_groups=placement.gpu_groups,
-                    gpu_portion=placement.gpu_portion,
-                    message=f"waiting for resources being released on {placement.node}",
-                )
-            )
+        effects.extend(placement_effects(placement))
     stamp = format_timestamp(now)
     for eviction in result.evictions:
         effects.append(

@@ -18,12 +18,13 @@ import asyncio
 import datetime
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from kai.api.fields import format_timestamp
 from kai.cluster import effects as fx
+from kai.core.decisions import Placement
 from kai.kubernetes import resources
 from kai.kubernetes.cache import ClusterCache, ObjectKey
 from kai.kubernetes.writer import Outcome, Writer
@@ -65,9 +66,10 @@ class EffectApplier:
     _tasks: set[asyncio.Task[None]] = field(default_factory=set)
 
     # ----------------------------------------------------------------- entry point
-    def apply(self, effects: Sequence[fx.Effect], *, now: float) -> None:
+    def apply(self, effects: Sequence[fx.Effect], *, now: float, bound_early: Collection[str] = ()) -> None:
         """Record every decision in the cache and queue its writes, bindings first; returns without
-        waiting for them."""
+        waiting for them. The bindings of `bound_early` (pods, namespace/name) and their Scheduled
+        events were handed to `bind_early` while the cycle ran, and are not sent again."""
         binds = [effect for effect in effects if isinstance(effect, fx.Bind)]
         held: dict[str, fx.RecordEvent] = {}  # each bound pod's Scheduled event, written once it is bound
         if binds:
@@ -77,7 +79,7 @@ class EffectApplier:
                 for effect in effects
                 if isinstance(effect, fx.RecordEvent) and effect.reason == fx.SCHEDULED and effect.object in bound
             }
-            self._bind_gangs(binds, held=held, now=now)
+            self._bind_gangs([b for b in binds if b.pod not in bound_early], held=held, now=now)
         unseen: set[str] = set()  # PodGroups not yet seen: their condition and its event wait a cycle
         for effect in effects:
             if isinstance(effect, fx.Bind):
@@ -103,6 +105,20 @@ class EffectApplier:
                 and effect.object not in unseen
             ):
                 self._event(effect, now=now)
+
+    def bind_early(self, placements: Sequence[Placement], *, now: float) -> None:
+        """Bind pods a cycle still running has placed (`kai.kubernetes.early_binds`), gang by gang as
+        `apply` does, each pod's Scheduled event once its gang is bound."""
+        binds: list[fx.Bind] = []
+        held: dict[str, fx.RecordEvent] = {}
+        for placement in placements:
+            for effect in fx.placement_effects(placement):
+                if isinstance(effect, fx.Bind):
+                    binds.append(effect)
+                elif isinstance(effect, fx.RecordEvent):
+                    held[effect.object] = effect
+        if binds:
+            self._bind_gangs(binds, held=held, now=now)
 
     async def drain(self) -> None:
         """Wait for every write queued so far (tests and shutdown)."""

@@ -5,6 +5,7 @@ Each cycle, while this replica leads and every cache has synced:
 2. a snapshot is taken from the cache (`kai.cluster.state.cycle_snapshot`), with the planner's
    view of the same moment;
 3. the cycle runs, off the event loop so watches keep flowing (`kai.scheduler.cycle.run_cycle`);
+   what its allocate action commits is bound while it runs (`kai.kubernetes.early_binds`);
 4. the waiting jobs are explained (`kai.explain`, the engine `kai explain` and `kai sim` use), so
    their PodGroup conditions, pod messages and events say the same words;
 5. the effects are planned (`kai.cluster.effects.plan`) and handed to the applier, which records
@@ -18,9 +19,10 @@ cycle, same planner.
 Cycles follow the schedule period, and one more starts early when a pod of ours starts waiting
 for a node while nothing else waits (the last cycle placed everything it saw): `PROMPT_WINDOW`
 after the arrival, so that a burst shares the cycle, instead of at the next period, as
-kube-scheduler schedules a new pod at once. An early cycle never starts sooner after the last one
-than that one took (a stream of arrivals keeps the loop at most half busy), and one cycle runs at a
-time. While pods wait that could not be placed, arrivals wait for the period, as KAI's cycles do.
+kube-scheduler schedules a new pod at once. An early cycle starts only while the cycles of the
+last schedule period took at most half of it (`kai.kubernetes.pacing`: a lone arrival is scheduled
+at once, a stream of arrivals keeps the loop at most half busy), and one cycle runs at a time.
+While pods wait that could not be placed, arrivals wait for the period, as KAI's cycles do.
 
 A cycle whose outcome cannot depend on the clock (`kai.scheduler.cycle.settled`: nothing waits for
 a node, no gang is stale) is remembered with the cache's version; until the cache changes, the
@@ -52,8 +54,10 @@ from kai.kubernetes import resources
 from kai.kubernetes.apply import EffectApplier
 from kai.kubernetes.cache import ClusterCache
 from kai.kubernetes.client import KubeClient
+from kai.kubernetes.early_binds import EarlyBinds
 from kai.kubernetes.grouper import PodGrouper
 from kai.kubernetes.informer import Informer
+from kai.kubernetes.pacing import BusyWindow
 from kai.kubernetes.reservations import DeviceReservations, ReservationSettings
 from kai.kubernetes.resources import ApiResource
 from kai.kubernetes.shared_binds import SharedGpuBinds
@@ -63,6 +67,7 @@ from kai.scheduler.cycle import close_session, run_actions, settled
 log = logging.getLogger(__name__)
 
 PROMPT_WINDOW = 0.02  # seconds an early cycle waits after an arrival for the rest of its burst
+EARLY_BIND_POLL = 0.02  # seconds between two looks at what a running cycle's allocate has committed
 
 # What the cycle reads; a kind whose CRD is not installed is simply never met (optional).
 REQUIRED_RESOURCES: tuple[ApiResource, ...] = (
@@ -138,7 +143,7 @@ class Scheduler:
     _arrived: asyncio.Event = field(default_factory=asyncio.Event, init=False)
     _arrivals_seen: int = field(default=0, init=False)  # the cache's arrivals the last cycle saw
     _idle: bool = field(default=False, init=False)  # the last cycle left nothing waiting
-    _last_cycle: tuple[float, float] = field(default=(0.0, 0.0), init=False)  # its end (loop time), duration
+    _pacing: BusyWindow = field(init=False)  # the recent cycles: when an early one may start
     # a settled cycle: the cache version it saw, its result, the shared devices in use then
     _settled: tuple[int, CycleResult, gpu_sharing.DeviceUse] | None = field(default=None, init=False)
     # what the last cycles said of the waiting jobs, and the fixes found on the cache's version
@@ -147,6 +152,7 @@ class Scheduler:
     _hopeless: tuple[int, HopelessSearches] | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
+        self._pacing = BusyWindow(window=self.config.schedule_period)
         self.cache = ClusterCache(scheduler_name=self.scheduler_name)
         self.applier = EffectApplier(
             cache=self.cache, writer=self.writer, identity=self.identity, eviction_mode=self.config.eviction_mode
@@ -218,8 +224,8 @@ class Scheduler:
             if remaining <= 0:
                 return
             if self._idle and self.cache.arrivals != self._arrivals_seen:
-                ended, took = self._last_cycle
-                delay = max(PROMPT_WINDOW, ended + took - loop.time())
+                now = loop.time()
+                delay = self._pacing.earliest(now + PROMPT_WINDOW) - now
                 await _wait(stop, min(delay, remaining))
                 return
             self._arrived.clear()
@@ -260,17 +266,26 @@ class Scheduler:
 
         last = self._hopeless
         hopeless = last[1] if last is not None and last[0] == version else None
+        early = EarlyBinds(built.snapshot)
 
         def decide() -> tuple[Session, CycleResult, bool, list[Job]]:
-            session = run_actions(built.snapshot, self.config, run_action=timed, hopeless=hopeless)
+            session = run_actions(built.snapshot, self.config, run_action=timed, hopeless=hopeless, opened=early.opened)
             return session, close_session(session), settled(session), engine.waiting_jobs(session)
 
-        session, result, is_settled, waiting = await asyncio.to_thread(decide)
+        deciding = asyncio.ensure_future(asyncio.to_thread(decide))
+        try:
+            while not deciding.done():  # allocate's bindings leave as they are committed
+                await asyncio.wait((deciding,), timeout=EARLY_BIND_POLL)
+                self.applier.bind_early(early.take(), now=now)
+        except asyncio.CancelledError:
+            deciding.cancel()
+            raise
+        session, result, is_settled, waiting = deciding.result()
         # it bound or evicted pods (a pipelined pod nominated again each cycle is not a change)
         busy = bool(result.evictions) or any(p.kind is Kind.BIND for p in result.placements)
         explanations = await self._explain(version, built.snapshot, session, waiting, busy=busy)
         planned = fx.plan(result, view, now=now, explanations=explanations)
-        self.applier.apply(planned, now=now)
+        self.applier.apply(planned, now=now, bound_early=early.bound)
         binding = [(e.node, e.gpu_groups) for e in planned if isinstance(e, fx.Bind) and e.gpu_groups]
         use = gpu_sharing.device_use(ours, binding, nodes=self.cache.nodes)
         self.reservations.reconcile_use(use)
@@ -289,7 +304,8 @@ class Scheduler:
 
     def _finish(self, report: CycleReport, *, idle: bool) -> CycleReport:
         self._idle = idle
-        self._last_cycle = (asyncio.get_running_loop().time(), report.duration)
+        ended = asyncio.get_running_loop().time()
+        self._pacing.record(ended - report.duration, ended)
         self.last_report = report
         for callback in self.on_cycle:
             callback(report)

@@ -44,16 +44,22 @@ def run_actions(
     *,
     run_action: ActionRunner = _run_directly,
     hopeless: HopelessSearches | None = None,
+    opened: Callable[[Session], None] | None = None,
 ) -> Session:
     """Steps 1 and 2: the session after every configured action ran (what `kai.explain` reads).
 
     `run_action(name, run)` must call `run()` once; an adapter passes its own to time each action
     (the core itself reads no clock). `hopeless`: the failed searches of the last cycle, passed only by
     an adapter whose cluster has not changed since that cycle's snapshot; they are not searched again
-    (same decisions, `kai.actions.common.searches`)."""
+    (same decisions, `kai.actions.common.searches`). `opened(session)` is called once the session is
+    open, before the first action: `session.placements` only grows, one committed statement after
+    another, so an adapter may read it while the actions run (`kai run` binds what allocate commits
+    at once)."""
     # 1. open the session
     session = open_session(snapshot, config)
     searches.remember(session, hopeless)
+    if opened is not None:
+        opened(session)
     # 2. run the actions
     for name in config.actions:
         action = registry.make_action(name)
