@@ -10,7 +10,8 @@ A case is a directory with `manifests.yaml` and `expect.yaml`:
         evidence: {placed: 3}                # these keys of the evidence, with these values
         otherReasons: [QueuedBehind]         # the other tokens, in order
         suggestions: [reduce minMember to 3] # the changes, in order
-        position: {inQueue: 1, ahead: []}    # inQueue, and the PodGroups ahead (null: no position)
+        position: {inQueue: 1, ahead: []}    # inQueue, and the PodGroups ahead (null: no position);
+                                             # queue, afterFix: the queue a fix would move it to
         estimatedStart: null
         estimate: none: it does not start unless something changes
         text: |                              # the whole text output (golden), optional
@@ -73,6 +74,9 @@ def diff(doc: dict[str, Any], want: dict[str, Any]) -> list[str]:
                 problems.append(f"position.inQueue: {position['inQueue']} (want {wanted['inQueue']})")
             if "ahead" in wanted and [a["podGroup"] for a in position["ahead"]] != wanted["ahead"]:
                 problems.append(f"position.ahead: {position['ahead']} (want {wanted['ahead']})")
+            for key in ("queue", "afterFix"):  # where a fix would move a job with no usable queue
+                if key in wanted and position.get(key) != wanted[key]:
+                    problems.append(f"position.{key}: {position.get(key)!r} (want {wanted[key]!r})")
     return problems
 
 

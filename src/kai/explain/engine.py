@@ -64,8 +64,18 @@ def explain_job(ctx: analysis.Context, job: Job, *, budget: int, with_position: 
         phase=state,
         reasons=tuple(reasons),
         suggestions=found,
-        position=position.position(session, job) if with_position else None,
+        position=_position(session, job, found) if with_position else None,
     )
+
+
+def _position(session: Session, job: Job, found: tuple[model.Suggestion, ...]) -> model.Position | None:
+    """Its place in its queue; for a job with no usable queue, its place in the one its first fix that
+    moves it moves it to."""
+    here = position.position(session, job)
+    if here is not None:
+        return here
+    fix = next((s for s in found if s.moves_to is not None), None)
+    return position.position_after(session, job, fix) if fix is not None else None
 
 
 def explain(

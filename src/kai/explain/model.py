@@ -103,6 +103,7 @@ class Suggestion:
     patches: tuple[Patch, ...]
     verified: bool
     size: tuple[int, float]  # (kind of change, how much it changes): smallest first
+    moves_to: str | None = None  # the leaf queue the change moves the workload to, if it does
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -121,6 +122,9 @@ class Position:
     in_queue: int  # 1 = next in its queue
     ahead: tuple[Ahead, ...]
     factors: Evidence
+    # where a job with no usable queue would stand: the queue its fix moves it to, and that fix
+    queue: str | None = None
+    after_fix: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

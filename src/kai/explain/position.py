@@ -1,4 +1,5 @@
-"""Where a waiting job stands in its leaf queue, and what the order is made of.
+"""Where a waiting job stands in its leaf queue, and what the order is made of; for a job with no
+usable queue, where it would stand in the queue its fix moves it to.
 
 The order is the session's own job key (the priority plugin's priority and elastic state, then
 creation time and uid), the one the actions pop jobs by; queues are ordered against each other by
@@ -6,6 +7,8 @@ the proportion plugin (queue priority, then fair share), whose inputs are report
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 from kai.core.model import Job
 from kai.core.session import Session
@@ -27,8 +30,26 @@ def position(session: Session, job: Job) -> model.Position | None:
     if not waiting(session, job):
         return None
     peers = [j for j in session.snapshot.jobs if j.queue == job.queue and waiting(session, j)]
+    return _place(session, job, peers)
+
+
+def position_after(session: Session, job: Job, fix: model.Suggestion) -> model.Position | None:
+    """Where a pending job with no usable queue would stand in the leaf queue its fix moves it to
+    (`Suggestion.moves_to`), among the jobs waiting there now, stated as such; None if the fix moves
+    it nowhere."""
+    queue = session.snapshot.queue_by_name.get(fix.moves_to) if fix.moves_to is not None else None
+    if queue is None or job.queue == queue or analysis.phase(session, job) != model.PENDING:
+        return None
+    moved = dataclasses.replace(job, queue=queue, queue_name=session.snapshot.queues[queue].name, problem=None)
+    peers = [j for j in session.snapshot.jobs if j.queue == queue and waiting(session, j) and j.index != job.index]
+    found = _place(session, moved, [*peers, moved])
+    return dataclasses.replace(found, queue=moved.queue_name, after_fix=fix.change)
+
+
+def _place(session: Session, job: Job, peers: list[Job]) -> model.Position:
+    """The job's place among `peers` (itself included), in the session's job order."""
     peers.sort(key=session.job_key)
-    index = peers.index(job)
+    index = next(i for i, j in enumerate(peers) if j.index == job.index)
     ahead = tuple(
         model.Ahead(
             podgroup=j.key,

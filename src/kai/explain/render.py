@@ -75,6 +75,8 @@ def podgroup_document(expl: model.Explanation, *, kind: str = "PodGroup", name: 
                 for a in position.ahead
             ],
             "factors": _factors(position.factors),
+            # a job with no usable queue: where it would stand in the queue this fix moves it to
+            **({"queue": position.queue, "afterFix": position.after_fix} if position.after_fix is not None else {}),
         }
         if position is not None
         else None,
@@ -179,11 +181,13 @@ def podgroup_text(doc: dict[str, Any]) -> str:
     position = doc["position"]
     if position is not None:
         ahead = position["ahead"]
-        place = f"{_ordinal(position['inQueue'])} in queue {doc['queue']}"
+        place = f"{_ordinal(position['inQueue'])} in queue {position.get('queue') or doc['queue']}"
         if ahead:
             names = ", ".join(f"{a['workload'].split('/', 1)[-1]} ({a['gpu']:g} GPUs)" for a in ahead[:5])
             more = f" and {len(ahead) - 5} more" if len(ahead) > 5 else ""
             place += f", behind {names}{more}"
+        if position.get("afterFix"):
+            place += f", once moved there ({position['afterFix']})"
         lines.append(f"  Order:  {place}")
     if doc["estimate"]:
         lines.append(f"  Start:  {doc['estimate']}")

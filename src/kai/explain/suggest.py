@@ -71,7 +71,9 @@ def suggestions(
         budget -= 1
         if runs_with(ctx, job, candidate):
             families.add(candidate[0].family)
-            out.append(model.Suggestion(change=text, patches=found, verified=True, size=size))
+            out.append(
+                model.Suggestion(change=text, patches=found, verified=True, size=size, moves_to=_moves_to(candidate))
+            )
     return tuple(out)
 
 
@@ -84,11 +86,14 @@ def first_fix(
         if not shared.take():
             return Search(tried=tried, found=None, done=False)
         if runs_with(ctx, job, candidate):
-            return Search(
-                tried=tried, found=model.Suggestion(change=text, patches=found, verified=True, size=size), done=True
-            )
+            fix = model.Suggestion(change=text, patches=found, verified=True, size=size, moves_to=_moves_to(candidate))
+            return Search(tried=tried, found=fix, done=True)
         tried += 1
     return Search(tried=tried, found=None, done=True)
+
+
+def _moves_to(candidate: Candidate) -> str | None:
+    return next((c.queue for c in candidate if isinstance(c, changes.SetQueue)), None)
 
 
 def _ranked(
