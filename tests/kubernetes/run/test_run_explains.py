@@ -244,6 +244,7 @@ spec: {{minMember: 2, queue: {q}}}
 
         await eventually(three_more)
         events = [e for e in await items(kube, resources.EVENTS, namespace) if warnings(e)]
+        events.sort(key=lambda e: str(e.get("eventTime")))
         assert [(e["reason"], e["note"]) for e in events] == [("GangIncomplete", incomplete), ("OverLimit", over)]
 
         # the fix it names: the gang runs, and the condition, the pods' messages and the count clear
