@@ -62,7 +62,7 @@ def test_a_waiting_workload_has_a_reason_a_verified_fix_a_place_and_a_start(
         # its own queue takes no work: the place is the one it takes in the queue its fix moves it to
         assert position["afterFix"] == fix["change"] and position["queue"] != doc["queue"]
         text = explain(case, ["podgroup", podgroup], FLAGS, "text")
-        assert f"in queue {position['queue']}, once moved there ({fix['change']})" in text
+        assert f"in queue {position['queue']}, after its fix ({fix['change']})" in text
     if doc["estimatedStart"] is None:
         assert doc["estimate"] == NEVER, doc["estimate"]
     else:

@@ -69,13 +69,12 @@ def explain_job(ctx: analysis.Context, job: Job, *, budget: int, with_position: 
 
 
 def _position(session: Session, job: Job, found: tuple[model.Suggestion, ...]) -> model.Position | None:
-    """Its place in its queue; for a job with no usable queue, its place in the one its first fix that
-    moves it moves it to."""
+    """Its place in its queue; for a job that waits in none (its queue or priority class is unusable),
+    the place it would take once its first fix is made."""
     here = position.position(session, job)
-    if here is not None:
+    if here is not None or not found:
         return here
-    fix = next((s for s in found if s.moves_to is not None), None)
-    return position.position_after(session, job, fix) if fix is not None else None
+    return position.position_after(session, job, found[0])
 
 
 def explain(

@@ -11,6 +11,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kai.core.model import Job
+
 NOT_OUR_SCHEDULER = "NotOurScheduler"
 QUEUE_DOES_NOT_EXIST = "QueueDoesNotExist"
 QUEUE_NOT_LEAF = "QueueNotLeaf"
@@ -103,7 +105,8 @@ class Suggestion:
     patches: tuple[Patch, ...]
     verified: bool
     size: tuple[int, float]  # (kind of change, how much it changes): smallest first
-    moves_to: str | None = None  # the leaf queue the change moves the workload to, if it does
+    # the job as the change leaves it (where a job with no usable queue would stand once fixed)
+    fixed: Job | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -122,7 +125,8 @@ class Position:
     in_queue: int  # 1 = next in its queue
     ahead: tuple[Ahead, ...]
     factors: Evidence
-    # where a job with no usable queue would stand: the queue its fix moves it to, and that fix
+    # where a job that waits in no queue (its queue or priority class is unusable) would stand once
+    # its fix is made: the queue, and that fix
     queue: str | None = None
     after_fix: str | None = None
 

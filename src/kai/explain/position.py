@@ -1,5 +1,5 @@
 """Where a waiting job stands in its leaf queue, and what the order is made of; for a job with no
-usable queue, where it would stand in the queue its fix moves it to.
+usable queue or priority class, where it would stand once its fix is made.
 
 The order is the session's own job key (the priority plugin's priority and elastic state, then
 creation time and uid), the one the actions pop jobs by; queues are ordered against each other by
@@ -34,14 +34,17 @@ def position(session: Session, job: Job) -> model.Position | None:
 
 
 def position_after(session: Session, job: Job, fix: model.Suggestion) -> model.Position | None:
-    """Where a pending job with no usable queue would stand in the leaf queue its fix moves it to
-    (`Suggestion.moves_to`), among the jobs waiting there now, stated as such; None if the fix moves
-    it nowhere."""
-    queue = session.snapshot.queue_by_name.get(fix.moves_to) if fix.moves_to is not None else None
-    if queue is None or job.queue == queue or analysis.phase(session, job) != model.PENDING:
+    """Where a pending job that waits in no queue (its queue or its priority class is unusable) would
+    stand once its fix is made: among the jobs waiting now in the leaf queue the fix leaves it in,
+    in the session's order, the fix named; None if the fix leaves it with no usable queue."""
+    moved = fix.fixed
+    if moved is None or moved.problem is not None or moved.queue < 0:
         return None
-    moved = dataclasses.replace(job, queue=queue, queue_name=session.snapshot.queues[queue].name, problem=None)
-    peers = [j for j in session.snapshot.jobs if j.queue == queue and waiting(session, j) and j.index != job.index]
+    if analysis.phase(session, job) != model.PENDING:
+        return None
+    peers = [
+        j for j in session.snapshot.jobs if j.queue == moved.queue and waiting(session, j) and j.index != job.index
+    ]
     found = _place(session, moved, [*peers, moved])
     return dataclasses.replace(found, queue=moved.queue_name, after_fix=fix.change)
 

@@ -75,7 +75,7 @@ def podgroup_document(expl: model.Explanation, *, kind: str = "PodGroup", name: 
                 for a in position.ahead
             ],
             "factors": _factors(position.factors),
-            # a job with no usable queue: where it would stand in the queue this fix moves it to
+            # a job that waits in no queue: where it would stand once this fix is made
             **({"queue": position.queue, "afterFix": position.after_fix} if position.after_fix is not None else {}),
         }
         if position is not None
@@ -187,7 +187,7 @@ def podgroup_text(doc: dict[str, Any]) -> str:
             more = f" and {len(ahead) - 5} more" if len(ahead) > 5 else ""
             place += f", behind {names}{more}"
         if position.get("afterFix"):
-            place += f", once moved there ({position['afterFix']})"
+            place += f", after its fix ({position['afterFix']})"
         lines.append(f"  Order:  {place}")
     if doc["estimate"]:
         lines.append(f"  Start:  {doc['estimate']}")

@@ -69,11 +69,10 @@ def suggestions(
         if candidate[0].family in families:
             continue  # a smaller change of the same kind already works
         budget -= 1
-        if runs_with(ctx, job, candidate):
+        fixed = _fixed_if_it_runs(ctx, job, candidate)
+        if fixed is not None:
             families.add(candidate[0].family)
-            out.append(
-                model.Suggestion(change=text, patches=found, verified=True, size=size, moves_to=_moves_to(candidate))
-            )
+            out.append(model.Suggestion(change=text, patches=found, verified=True, size=size, fixed=fixed))
     return tuple(out)
 
 
@@ -85,15 +84,12 @@ def first_fix(
     for size, text, candidate, found in _ranked(ctx, job, reasons)[tried:cap]:
         if not shared.take():
             return Search(tried=tried, found=None, done=False)
-        if runs_with(ctx, job, candidate):
-            fix = model.Suggestion(change=text, patches=found, verified=True, size=size, moves_to=_moves_to(candidate))
+        fixed = _fixed_if_it_runs(ctx, job, candidate)
+        if fixed is not None:
+            fix = model.Suggestion(change=text, patches=found, verified=True, size=size, fixed=fixed)
             return Search(tried=tried, found=fix, done=True)
         tried += 1
     return Search(tried=tried, found=None, done=True)
-
-
-def _moves_to(candidate: Candidate) -> str | None:
-    return next((c.queue for c in candidate if isinstance(c, changes.SetQueue)), None)
 
 
 def _ranked(
@@ -117,9 +113,15 @@ def _ranked(
 
 def runs_with(ctx: analysis.Context, job: Job, candidate: Candidate) -> bool:
     """Apply the changes to a copy of the snapshot, run the cycle's actions: does the job then run?"""
+    return _fixed_if_it_runs(ctx, job, candidate) is not None
+
+
+def _fixed_if_it_runs(ctx: analysis.Context, job: Job, candidate: Candidate) -> Job | None:
+    """The job as the changes leave it, if it then runs (`runs_with`); else None."""
     snapshot = apply_all(ctx.snapshot, candidate)
     session = run_actions(snapshot, ctx.config)
-    return analysis.phase(session, snapshot.jobs[job.index]) in (model.RUNNING, model.PIPELINED)
+    fixed = snapshot.jobs[job.index]
+    return fixed if analysis.phase(session, fixed) in (model.RUNNING, model.PIPELINED) else None
 
 
 def _candidates(ctx: analysis.Context, job: Job, reasons: list[model.Reason]) -> Iterator[Candidate]:
@@ -172,7 +174,13 @@ def _queues(ctx: analysis.Context, job: Job, reason: model.Reason) -> Iterator[C
 
 
 def _known_priorities(ctx: analysis.Context, job: Job) -> Iterator[Candidate]:
-    for pc in sorted(ctx.facts.priority_classes.values(), key=lambda p: (p.value, p.name))[:2]:
+    """The priority classes that exist, the one the user most likely meant first: the most similar
+    name (a typo), then the lowest value."""
+
+    def likely(pc: model.PriorityClassFacts) -> tuple[float, int, str]:
+        return (-difflib.SequenceMatcher(None, job.priority_class_name, pc.name).ratio(), pc.value, pc.name)
+
+    for pc in sorted(ctx.facts.priority_classes.values(), key=likely)[:2]:
         yield (
             changes.SetPriorityClass(
                 job=job.index,
