@@ -82,14 +82,21 @@ def facts(
     else:
         pods = list(pods)
         groups = {f"{key.split('/', 1)[0]}/{podgroup}" for key, podgroup in pods if podgroup is not None}
+    podgroups = [pg for pg in state.podgroup_objects() if groups is None or f"{pg.meta.namespace}/{pg.name}" in groups]
     # PodGroups the pod grouper made (a user's own PodGroup names its queue: no label can be missing)
     derived = {
         f"{pg.meta.namespace}/{pg.name}"
-        for pg in state.podgroup_objects()
+        for pg in podgroups
         if api_podgroup.TOP_OWNER_METADATA_ANNOTATION in pg.meta.annotations
     }
+    # a workload with no queue label went to the default queue: only there can the label be missing
+    defaulted = {
+        f"{pg.meta.namespace}/{pg.name}"
+        for pg in podgroups
+        if pg.queue == grouper_config.default_queue and f"{pg.meta.namespace}/{pg.name}" in derived
+    }
     pod_owners: dict[str, model.ObjectKey] = {}
-    missing_label: dict[str, bool] = {}  # PodGroup namespace/name -> a pod says the label is missing
+    missing_label: set[str] = set()  # PodGroups (namespace/name) a pod of which says the label is missing
     for key, podgroup in pods:
         namespace, name = key.split("/", 1)
         raw = state.lookup(namespace, "v1", "Pod", name)
@@ -100,18 +107,20 @@ def facts(
             continue
         pod_owners[key] = _key(chain.top_owner, namespace)
         group = f"{namespace}/{podgroup}"
-        if podgroup is not None and group in derived and not missing_label.get(group, False):
-            hint = queues.missing_label_hint(base=chain.top_owner, pod=raw, config=grouper_config)
-            missing_label[group] = hint is not None
+        if (
+            podgroup is not None
+            and group in defaulted
+            and group not in missing_label
+            and queues.missing_label_hint(base=chain.top_owner, pod=raw, config=grouper_config) is not None
+        ):
+            missing_label.add(group)
     workloads: dict[str, model.WorkloadFacts] = {}
-    for pg in state.podgroup_objects():
+    for pg in podgroups:
         key = f"{pg.meta.namespace}/{pg.name}"
-        if groups is not None and key not in groups:
-            continue
         workloads[key] = model.WorkloadFacts(
             owner=_owner(pg) if key in derived else None,
             podgroup_is_input=key not in derived,
-            queue_label_missing=missing_label.get(key, False),
+            queue_label_missing=key in missing_label,
             preemptibility_set=pg.preemptibility is not None,
         )
     classes = {
