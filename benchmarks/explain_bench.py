@@ -113,7 +113,7 @@ def measure(*, nodes: int, pods: int, largest: int = 64, rest_seconds: float = 1
         if standing is not None:
             break
         t = time.process_time()
-        found = engine.explain_cycle(cycle_context(), chosen, dry_runs=dry_runs, known=explainer.fixes.known(0))
+        found = engine.explain_cycle(cycle_context(), chosen, dry_runs=dry_runs, known=explainer.fixes.known())
         explainer.record(0, waiting, chosen, found)
         rest.append(time.process_time() - t)
     assert explainer.last is not None

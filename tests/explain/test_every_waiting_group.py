@@ -1,7 +1,8 @@
 """Every waiting PodGroup's condition says why in `kai explain`'s words, however many wait, and a
 cluster at rest comes to give each its first verified fix: the dry runs that verify fixes are
 spread over the cycles at rest (`kai.cluster.explaining.CycleExplainer`, what `kai run` does), the
-groups not yet looked at first, and what they found is kept while the cluster stays as it is."""
+groups not yet looked at first, and what they found is kept while each group's reasons stay the
+same."""
 
 from __future__ import annotations
 
@@ -60,7 +61,7 @@ def explain(sim: Simulation, explainer: explaining.CycleExplainer, version: int)
     if standing is not None:
         return standing
     ctx = explaining.cycle_context(sim, sim.config, snapshot, session, chosen)
-    found = engine.explain_cycle(ctx, chosen, dry_runs=1, known=explainer.fixes.known(version))
+    found = engine.explain_cycle(ctx, chosen, dry_runs=1, known=explainer.fixes.known())
     return explainer.record(version, waiting, chosen, found)
 
 
@@ -68,7 +69,7 @@ def by_workload(explanations: dict[str, model.Explanation]) -> dict[str, str]:
     return {e.workload: e.message for e in explanations.values()}
 
 
-def test_cycles_at_rest_give_every_waiting_group_its_fix_one_dry_run_at_a_time() -> None:
+def test_cycles_at_rest_give_every_waiting_group_its_fix_one_dry_run_at_a_time(tmp_path: pathlib.Path) -> None:
     sim = simulate(
         paths=(str(REST / "three-wait.yaml"),),
         cycles=1,
@@ -100,14 +101,34 @@ def test_cycles_at_rest_give_every_waiting_group_its_fix_one_dry_run_at_a_time()
         assert explainer.plan(1, waiting(sim), busy=False)[0] is None
         said = by_workload(explain(sim, explainer, version=1))
     assert said["Pod/lost"] == lost
-    search = explainer.fixes.known(1)["default/" + lost_group(sim)]
+    search = explainer.fixes.known()["default/" + lost_group(sim)]
     assert (search.done, search.tried, search.found) == (True, 3, None)
     standing, chosen = explainer.plan(1, waiting(sim), busy=False)
     assert standing is not None and by_workload(standing) == said and not chosen
 
-    # the cluster changed: what was verified on it no longer counts, the search starts over
+    # the cluster changed elsewhere: the groups' reasons are the same words, their searches stand
     said = by_workload(explain(sim, explainer, version=2))
-    assert said == {"Pod/big-0": fixed.format(0), "Pod/big-1": reason_only.format(1), "Pod/lost": lost}
+    assert said == {"Pod/big-0": fixed.format(0), "Pod/big-1": fixed.format(1), "Pod/lost": lost}
+
+    # the node grew to 10 GPUs: the big pods' reasons changed, what was found for the old ones does
+    # not count and their search starts over, the first in line first; lost's reason is the same
+    grown = tmp_path / "grown.yaml"
+    grown.write_text((REST / "three-wait.yaml").read_text().replace('nvidia.com/gpu: "8"', 'nvidia.com/gpu: "10"'))
+    sim = simulate(
+        paths=(str(grown),),
+        cycles=1,
+        until_idle=False,
+        max_time="24h",
+        actions_text=None,
+        config_path=None,
+        start_time=None,
+    )
+    said = by_workload(explain(sim, explainer, version=3))
+    assert said == {
+        "Pod/big-0": "pod big-0 asks 12 GPUs; the largest node has 10 GPUs; to run it: reduce to 10 GPUs per pod",
+        "Pod/big-1": "pod big-1 asks 12 GPUs; the largest node has 10 GPUs",
+        "Pod/lost": lost,
+    }
 
 
 def waiting(sim: Simulation) -> list[Job]:

@@ -11,8 +11,8 @@ Every cycle, every waiting PodGroup is explained: its reasons in explain's words
 needed), and its first verified fix where one is known. Fixes cost dry cycles, so a cycle spends a
 bounded budget of them (`engine.cycle_dry_runs`, or what the adapter hands in), at most
 `engine.CYCLE_DRY_RUNS_PER_JOB` per group, on the groups in line that have none yet; an adapter
-whose cycles repeat on an unchanged cluster (kai run) keeps what was found in a `FixMemory`, so
-every waiting group comes to carry its fix however many wait. `kai explain` looks at any job on
+whose cycles repeat (kai run) keeps what was found in a `FixMemory` while a group's reasons stay
+the same, so every waiting group comes to carry its fix however many wait. `kai explain` looks at any job on
 demand.
 
 `kai explain`'s PodGroup and queue documents are built here for every adapter; each adapter says
@@ -167,26 +167,23 @@ def cycle_context(
 @dataclasses.dataclass(slots=True)
 class FixMemory:
     """How far cycles have searched for each waiting PodGroup's first fix (`suggest.Search`: the fix,
-    or that none works within its dry runs, or how many candidates failed so far), for as long as
-    the cluster stays as it was when they searched.
+    or that none works within its dry runs, or how many candidates failed so far).
 
-    `version` is the adapter's version of its state (kai run: the cache's, which moves whenever
-    anything a cycle reads changes); a search on one version counts on that version only, so what a
-    condition calls verified was verified on the cluster as it is. A search for a job whose reasons
-    end with the clock (a preemption delay) is not kept.
+    A search stands while the group's reasons are the same, tokens and words: the words carry the
+    numbers they rest on (what is free, what the queue holds, the limit), so a change of the cluster
+    that bears on them is a new search, while one elsewhere (a pod of another queue ending) does not
+    take the fix off every waiting group's condition only to put it back a dry run at a time. A
+    search for a job whose reasons end with the clock (a preemption delay) is not kept.
     """
 
-    version: object = None
     searches: dict[str, suggest.Search] = dataclasses.field(default_factory=dict)
 
-    def known(self, version: object) -> Mapping[str, suggest.Search]:
-        """The searches made on this version of the state, by PodGroup namespace/name."""
-        return self.searches if version == self.version else {}
+    def known(self) -> Mapping[str, suggest.Search]:
+        """The searches made so far, by PodGroup namespace/name (each for the reasons it names)."""
+        return self.searches
 
-    def remember(self, version: object, explained: engine.CycleExplanations) -> None:
-        """Keep how far a cycle on this version took its searches, for the groups still waiting."""
-        if version != self.version:
-            self.version, self.searches = version, {}
+    def remember(self, explained: engine.CycleExplanations) -> None:
+        """Keep how far a cycle took its searches, for the groups still waiting."""
         for key, search in explained.searches.items():
             if not timed(explained.explanations[key]):
                 self.searches[key] = search
@@ -208,8 +205,8 @@ class CycleExplainer:
       without new fixes: the cluster it explains is gone by the next cycle, and dry cycles would
       multiply the cost of every cycle of the backlog;
     * a cycle at rest spends `dry_runs` dry cycles (one at least, however large the cluster) on the
-      jobs in line whose fix is not yet known, and `fixes` keeps what they found while the state's
-      version stays the same: on a cluster at rest every waiting job comes to carry its fix, a few
+      jobs in line whose fix is not yet known, and `fixes` keeps what they found while each job's
+      reasons stay the same: on a cluster at rest every waiting job comes to carry its fix, a few
       more each cycle;
     * a cycle on the same version as the last one, with the same jobs waiting, keeps the last
       explanations (the same objects give the same reasons) and only explains the jobs whose fix is
@@ -248,7 +245,6 @@ class CycleExplainer:
     ) -> dict[str, model.Explanation]:
         """Keep what the cycle found (`engine.explain_cycle` of the jobs `plan` chose); its explanations
         of every waiting job."""
-        self.fixes.remember(version, found)
         keys = tuple(j.key for j in waiting)
         last = self.last
         if last is not None and last[:2] == (version, keys) and len(chosen) < len(waiting):
@@ -257,6 +253,7 @@ class CycleExplainer:
             found = engine.CycleExplanations(
                 explanations=explanations, searches=found.searches, unsought=found.unsought
             )
+        self.fixes.remember(found)
         self.last = (version, keys, found)
         return found.explanations
 

@@ -112,10 +112,10 @@ def explain_cycle(
 ) -> CycleExplanations:
     """What a cycle's conditions say of its waiting jobs (`waiting_jobs`, in line): every one gets its
     reasons; its first verified fix comes from `known` (what the adapter remembers of the searches of
-    earlier cycles on the same cluster), else from dry cycles while the cycle's budget lasts
-    (`dry_runs`, by default `cycle_dry_runs`), spent on the jobs in line whose search is not done,
-    `CYCLE_DRY_RUNS_PER_JOB` candidates each at most in all; a search the budget cuts short goes on
-    in a later cycle."""
+    earlier cycles, each standing while the job's reasons are the same), else from dry cycles while
+    the cycle's budget lasts (`dry_runs`, by default `cycle_dry_runs`), spent on the jobs in line
+    whose search is not done, `CYCLE_DRY_RUNS_PER_JOB` candidates each at most in all; a search the
+    budget cuts short goes on in a later cycle."""
     shared = suggest.DryRuns(cycle_dry_runs(ctx.snapshot) if dry_runs is None else dry_runs)
     remembered = known or {}
     out: dict[str, model.Explanation] = {}
@@ -127,6 +127,8 @@ def explain_cycle(
             continue
         if explanation.phase == model.PENDING:
             search = remembered.get(job.key)
+            if search is not None and not search.stands_for(explanation.reasons):
+                search = None  # its reasons changed: what was found for the old ones does not count
             if (search is None or not search.done) and shared.left > 0:
                 search = suggest.first_fix(
                     ctx,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import copy
 import difflib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import msgspec
@@ -48,12 +48,22 @@ class DryRuns:
 class Search:
     """How far the search for a job's first fix has gone: the candidates whose dry cycle did not make
     it run, and the fix found. `done` once a fix is found or every candidate within the cap failed;
-    a search the cycle's dry runs cut short goes on from `tried` (the candidates come in a fixed
-    order on the same cluster)."""
+    a search the cycle's dry runs cut short goes on from `tried`. `reasons` are the job's reasons
+    (tokens and words, with the numbers they rest on) it was made for: it stands for the job while
+    they do (`stands_for`)."""
 
+    reasons: tuple[tuple[str, str], ...]
     tried: int
     found: model.Suggestion | None
     done: bool
+
+    def stands_for(self, reasons: Sequence[model.Reason]) -> bool:
+        return self.reasons == signature(reasons)
+
+
+def signature(reasons: Sequence[model.Reason]) -> tuple[tuple[str, str], ...]:
+    """What a search rests on: the reasons' tokens and words (the words carry their numbers)."""
+    return tuple((r.token, r.message) for r in reasons)
 
 
 def suggestions(
@@ -80,16 +90,17 @@ def first_fix(
     ctx: analysis.Context, job: Job, reasons: list[model.Reason], *, cap: int, shared: DryRuns, tried: int = 0
 ) -> Search:
     """The smallest change that makes the job run, trying at most `cap` candidates in all (`tried` of
-    them already failed on this cluster) while `shared` has dry cycles left."""
+    them already failed for the same reasons) while `shared` has dry cycles left."""
+    said = signature(reasons)
     for size, text, candidate, found in _ranked(ctx, job, reasons)[tried:cap]:
         if not shared.take():
-            return Search(tried=tried, found=None, done=False)
+            return Search(reasons=said, tried=tried, found=None, done=False)
         fixed = _fixed_if_it_runs(ctx, job, candidate)
         if fixed is not None:
             fix = model.Suggestion(change=text, patches=found, verified=True, size=size, fixed=fixed)
-            return Search(tried=tried, found=fix, done=True)
+            return Search(reasons=said, tried=tried, found=fix, done=True)
         tried += 1
-    return Search(tried=tried, found=None, done=True)
+    return Search(reasons=said, tried=tried, found=None, done=True)
 
 
 def _ranked(

@@ -327,7 +327,7 @@ class Scheduler:
             ctx,
             chosen,
             dry_runs=self.explainer.dry_runs(snapshot, busy=busy),
-            known=self.explainer.fixes.known(version),
+            known=self.explainer.fixes.known(),
         )
         return self.explainer.record(version, waiting, chosen, found)
 
