@@ -44,6 +44,10 @@ class Context:
     thorough: bool = True
     _before: Session | None = field(default=None)
     _placed: list[str] | None = field(default=None)
+    # what several jobs of the same shapes ask of the session alike (it does not change while jobs
+    # are explained): the nodes their pods would go to, whether some node could hold a pod, the
+    # room free on the nodes a pod may use
+    _alike: dict[tuple[object, ...], object] = field(default_factory=dict)
 
     def before(self) -> Session:
         """A session over the same snapshot with no action run: the room free when the cycle began."""
@@ -117,6 +121,26 @@ def _shape(task: Task) -> tuple[object, ...]:
     return (task.request.tobytes(), task.gpu_portion, task.gpu_devices, task.gpu_memory_mib, task.constraint)
 
 
+def _alike(session: Session, tasks: list[Task]) -> bool:
+    """Whether what the session says of these pods depends on their shapes alone (`_shape`, and a
+    nominated node): no plugin predicate reads the pod itself, and no pod shares a GPU (the device
+    chooser may remember the pod it last chose for)."""
+    return not session.predicates and not any(t.is_shared_gpu for t in tasks)
+
+
+def _fitting(ctx: Context, tasks: list[Task]) -> Fitting:
+    """`fitting` on the cycle's session, once for all the jobs whose pods have the same shapes."""
+    session = ctx.session
+    if not _alike(session, tasks):
+        return fitting(session, tasks)
+    key = ("fitting", *((_shape(t), t.nominated_node) for t in tasks))
+    nodes = ctx._alike.get(key)
+    if not isinstance(nodes, tuple):
+        nodes = fitting(session, tasks).nodes
+        ctx._alike[key] = nodes
+    return Fitting(tasks=tuple(tasks), nodes=nodes)
+
+
 def job_reasons(ctx: Context, job: Job, state: str | None = None) -> list[model.Reason]:
     """Every reason that holds for a job with pending pods, dominant first (`state`: its `phase`, if
     known)."""
@@ -131,7 +155,7 @@ def job_reasons(ctx: Context, job: Job, state: str | None = None) -> list[model.
     pending = session.pending_tasks(job)
     node_reason = None
     for task in _distinct_shapes(pending):
-        node_reason = _node_reason(session, job, task)
+        node_reason = _node_reason(ctx, job, task)
         if node_reason is not None:
             found.append(node_reason)
             break
@@ -225,8 +249,19 @@ def _pod(job: Job, task: Task) -> str:
     return f"pod {task.name}" if task.name == job.display_name else f"pod {task.name} of {job.display_name}"
 
 
-def _node_reason(session: Session, job: Job, task: Task) -> model.Reason | None:
+def _node_reason(ctx: Context, job: Job, task: Task) -> model.Reason | None:
     """PodTooLarge (no node could ever hold the pod) or NoMatchingNodes (none it may use could)."""
+    session = ctx.session
+    alike = ("some node may hold", _shape(task)) if _alike(session, [task]) else None
+    if alike is not None and ctx._alike.get(alike):
+        return None  # a pod of the same shape was found to fit some node it may use
+    found = _node_reason_of(session, job, task)
+    if alike is not None:
+        ctx._alike[alike] = found is None
+    return found
+
+
+def _node_reason_of(session: Session, job: Job, task: Task) -> model.Reason | None:
     snap = session.snapshot
     nodes = snap.nodes
     names = snap.resources.names
@@ -324,10 +359,10 @@ def _capacity_and_room(ctx: Context, job: Job, *, room: bool) -> list[model.Reas
             found.append(_label_missing(ctx, job, found[-1].message))
     if not room:
         return found
-    fit = fitting(session, tasks)
+    fit = _fitting(ctx, tasks)
     fits_now = fit.placed == len(tasks)
     if not fits_now and block is None:
-        found.append(_no_room(session, job, fit, request))
+        found.append(_no_room(ctx, job, fit, request))
     if preemptors.within_preemption_delay(job, session.now) and not fits_now:
         found.append(
             model.Reason(
@@ -397,18 +432,16 @@ def _capacity(session: Session, job: Job, block: CapacityBlock) -> model.Reason:
     return model.Reason(token=token, message=message, evidence=evidence, never=never)
 
 
-def _no_room(session: Session, job: Job, fit: Fitting, request: np.ndarray) -> model.Reason:
+def _no_room(ctx: Context, job: Job, fit: Fitting, request: np.ndarray) -> model.Reason:
     """GangDoesNotFit (with a per-node summary) or Fragmented (enough free in total, not on one node)."""
+    session = ctx.session
     snap = session.snapshot
     names = snap.resources.names
     tasks = list(fit.tasks)
     stuck = fit.first_unplaced
     assert stuck is not None
     r = words.main_node_resource(stuck)
-    admitted = fit_lib.predicate_mask(session, stuck)
-    free = np.maximum(session.idle[:, r], 0.0) * admitted
-    total_free = float(free.sum())
-    most = float(free.max()) if len(free) else 0.0
+    total_free, most = _free_room(ctx, stuck, r)
     need_one = words.task_gpus(stuck) if r == GPU else float(stuck.request[r])
     need_all = float(sum(words.task_gpus(t) if r == GPU else float(t.request[r]) for t in tasks))
     evidence: dict[str, object] = {
@@ -444,6 +477,20 @@ def _no_room(session: Session, job: Job, fit: Fitting, request: np.ndarray) -> m
         )
     message = f"{job.display_name}: {words.shape(tasks, names)}: {where}; {fit.placed} of {len(tasks)} placed"
     return model.Reason(token=model.GANG_DOES_NOT_FIT, message=message + suffix, evidence=evidence)
+
+
+def _free_room(ctx: Context, task: Task, r: int) -> tuple[float, float]:
+    """Of resource `r`, what is free in all and at most on one node, on the nodes the pod may use."""
+    session = ctx.session
+    alike = ("free room", r, task.constraint) if _alike(session, [task]) else None
+    known = ctx._alike.get(alike) if alike is not None else None
+    if isinstance(known, tuple):
+        return known[0], known[1]
+    free = np.maximum(session.idle[:, r], 0.0) * fit_lib.predicate_mask(session, task)
+    found = (float(free.sum()), float(free.max()) if len(free) else 0.0)
+    if alike is not None:
+        ctx._alike[alike] = found
+    return found
 
 
 def _reclaim_clause(session: Session, job: Job, request: np.ndarray) -> str:
