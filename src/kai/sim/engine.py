@@ -174,20 +174,22 @@ class Simulation:
     # ----------------------------------------------------------------- object creation
     def _stamp(self, obj: ApiObject, raw: Mapping[str, Any]) -> tuple[ApiObject, dict[str, Any]]:
         """Give an object the uid and creation time the API server would."""
+        old = obj.meta
         body = dict(raw)  # shallow: only metadata is rewritten here, nested parts are never mutated
         meta = dict(body.get("metadata") or {})
-        uid = obj.meta.uid or _uid(next(self._uid_counter), f"{obj.meta.namespace}/{obj.meta.name}")
-        created = obj.meta.creation_timestamp if obj.meta.creation_timestamp is not None else self.now
+        uid = old.uid or _uid(next(self._uid_counter), f"{old.namespace}/{old.name}")
+        created = old.creation_timestamp if old.creation_timestamp is not None else self.now
         meta["uid"] = uid
-        if obj.meta.namespace:
-            meta["namespace"] = obj.meta.namespace  # the API server defaults it, so the grouper sees it
+        if old.namespace:
+            meta["namespace"] = old.namespace  # the API server defaults it, so the grouper sees it
         meta["creationTimestamp"] = format_timestamp(created)
         body["metadata"] = meta
+        cls = type(obj)
         fields = {f: getattr(obj, f) for f in obj.__dataclass_fields__}
-        fields["meta"] = obj.meta.stamped(uid=uid, created=created)
-        if isinstance(obj, Workload):
+        fields["meta"] = old.stamped(uid=uid, created=created)
+        if cls is Workload:
             fields["raw"] = body
-        return type(obj)(**fields), body
+        return cls(**fields), body
 
     def _create_due(self) -> None:
         while self._pending and self._pending[0][0] <= self.now + 1e-9:
@@ -196,29 +198,27 @@ class Simulation:
 
     def create(self, obj: ApiObject, raw: Mapping[str, Any]) -> None:
         obj, body = self._stamp(obj, raw)
-        api_version = str(body.get("apiVersion", ""))
+        meta = obj.meta
         kind = str(body.get("kind", ""))
-        self.raw_objects[(obj.meta.namespace, group_of(api_version), kind, obj.meta.name)] = body
+        self.raw_objects[(meta.namespace, group_of(str(body.get("apiVersion", ""))), kind, meta.name)] = body
         if isinstance(obj, Pod | PodGroup | Workload) or self.now > self.start:
             self._note(
-                "Created",
-                f"{kind}/{obj.meta.namespace}/{obj.meta.name}" if obj.meta.namespace else f"{kind}/{obj.meta.name}",
-                "",
+                "Created", f"{kind}/{meta.namespace}/{meta.name}" if meta.namespace else f"{kind}/{meta.name}", ""
             )
-        if isinstance(obj, Node):
+        if isinstance(obj, Pod):  # the most of them first
+            self._add_pod(obj, body)
+        elif isinstance(obj, Node):
             self.nodes[obj.name] = obj
         elif isinstance(obj, Queue):
             self.queues[obj.name] = obj
         elif isinstance(obj, PriorityClass):
             self.priority_classes[obj.name] = obj
         elif isinstance(obj, PodGroup):
-            self.podgroups[(obj.meta.namespace, obj.name)] = SimPodGroup(podgroup=obj)
-        elif isinstance(obj, Pod):
-            self._add_pod(obj, body)
+            self.podgroups[(meta.namespace, obj.name)] = SimPodGroup(podgroup=obj)
         elif isinstance(obj, Workload):
-            self.workloads[(obj.group_kind, obj.meta.namespace, obj.name)] = obj
+            self.workloads[(obj.group_kind, meta.namespace, obj.name)] = obj
         elif isinstance(obj, ConfigMap):
-            self.configmaps[(obj.meta.namespace, obj.meta.name)] = obj
+            self.configmaps[(meta.namespace, meta.name)] = obj
         elif isinstance(obj, Namespace):
             pass
 

@@ -19,6 +19,7 @@ from kai.core.decisions import QueueFigures
 from kai.core.model import ALIVE, TaskStatus
 from kai.core.resources import MB
 from kai.sim.engine import Simulation
+from kai.sim.state import SimPod
 
 PHASES = {
     TaskStatus.PENDING: "Pending",
@@ -29,6 +30,14 @@ PHASES = {
     TaskStatus.SUCCEEDED: "Succeeded",
     TaskStatus.FAILED: "Failed",
 }
+
+
+BOUND = frozenset({TaskStatus.RUNNING, TaskStatus.RELEASING})  # a pod on its node: node, devices and env shown
+WAITING = frozenset({TaskStatus.PENDING, TaskStatus.PIPELINED})  # a pod not yet running: its reason shown
+
+
+def _pod_order(p: SimPod) -> tuple[str, str]:
+    return p.pod.meta.namespace, p.pod.meta.name
 
 
 def _num(value: float) -> float:
@@ -73,30 +82,33 @@ def build(sim: Simulation) -> dict[str, Any]:
         pc = sim.priority_classes.get(pg.priority_class_name or DEFAULT_PRIORITY_CLASS)
         value = pc.value if pc is not None else 50
         preemptible_of[key] = (pg.preemptibility == "preemptible") if pg.preemptibility else value < PREEMPTIBLE_BELOW
-    for pod_key in sorted(sim.pods, key=lambda k: (sim.pods[k].pod.namespace, sim.pods[k].pod.name)):
-        p = sim.pods[pod_key]
-        group_key = (p.pod.namespace, p.podgroup) if p.podgroup else None
+    for p in sorted(sim.pods.values(), key=_pod_order):
+        status = p.status
+        bound = status in BOUND
+        waiting = status in WAITING
+        meta = p.pod.meta
+        group_key = (meta.namespace, p.podgroup) if p.podgroup else None
         queue = queue_of.get(group_key) if group_key else None
         share = p.pod.gpu_share
         pods_out.append(
             {
-                "namespace": p.pod.namespace,
-                "name": p.pod.name,
-                "phase": PHASES[p.status],
-                "node": p.node if p.status in (TaskStatus.RUNNING, TaskStatus.RELEASING) else None,
-                "nominatedNode": p.nominated_node if p.status == TaskStatus.PIPELINED else None,
+                "namespace": meta.namespace,
+                "name": meta.name,
+                "phase": PHASES[status],
+                "node": p.node if bound else None,
+                "nominatedNode": p.nominated_node if status == TaskStatus.PIPELINED else None,
                 "podGroup": p.podgroup,
                 "queue": queue,
                 "gpuFraction": (share.fraction if share.fraction is not None else (p.gpu_portion or None))
                 if share is not None
                 else None,
                 "gpuGroups": sorted(p.gpu_groups) if share is not None else [],
-                "reason": p.reason if p.status in (TaskStatus.PENDING, TaskStatus.PIPELINED) else None,
-                "message": p.message if p.status in (TaskStatus.PENDING, TaskStatus.PIPELINED) else None,
+                "reason": p.reason if waiting else None,
+                "message": p.message if waiting else None,
                 "labels": dict(sorted(p.labels.items())),
                 "annotations": dict(sorted(p.annotations.items())),
-                "gpuDevices": list(p.gpu_devices) if p.status in (TaskStatus.RUNNING, TaskStatus.RELEASING) else [],
-                "env": dict(sorted(p.env.items())) if p.status in (TaskStatus.RUNNING, TaskStatus.RELEASING) else {},
+                "gpuDevices": list(p.gpu_devices) if bound else [],
+                "env": dict(sorted(p.env.items())) if bound else {},
                 "owner": {"kind": p.owner[0], "name": p.owner[1]} if p.owner else None,
             }
         )
