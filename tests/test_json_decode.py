@@ -136,3 +136,20 @@ def test_a_bad_pod_read_fast_elsewhere_is_named_exactly(monkeypatch: pytest.Monk
     assert [str(e).split(": ", 1)[1] for e in fast.errors] == [
         "document 1: Pod bad: spec.schedulerNmae: unknown field; did you mean schedulerName?"
     ]
+
+
+def test_a_number_msgspec_cannot_hold_leaves_the_file_to_the_ordinary_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    docs = allocate_manifests(nodes=1, pods=2)["items"]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = pathlib.Path(tmp) / "cluster.json"
+        text = json.dumps({"apiVersion": "v1", "kind": "List", "items": docs})
+        path.write_text(
+            text.replace(
+                '"spec": {"schedulerName"', '"spec": {"terminationGracePeriodSeconds": 1e400, "schedulerName"', 1
+            )
+        )
+        fast = load_paths([str(path)])
+        with monkeypatch.context() as patch:
+            patch.setattr(json_decode, "decode_list", lambda text, *, file, extra_keys: None)
+            ordinary = load_paths([str(path)])
+    assert _outcome(fast) == _outcome(ordinary)

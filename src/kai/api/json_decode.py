@@ -111,7 +111,7 @@ class _Reader:
             return None
         try:
             doc = _ITEM.decode(text)
-        except msgspec.ValidationError:
+        except (msgspec.DecodeError, msgspec.ValidationError):
             return None
         kind = "Pod" if isinstance(doc, _Pod) else "Node"
         if not self._reads(doc.apiVersion, kind):
@@ -214,7 +214,10 @@ def decode_list(text: str, *, file: str, extra_keys: frozenset[str]) -> Decoded 
     raws = []
     objects = []
     for item in top.items:
-        raw = _BUILTINS.decode(item)
+        try:
+            raw = _BUILTINS.decode(item)
+        except (msgspec.DecodeError, msgspec.ValidationError):  # a number out of range (1e400) is not checked above
+            return None
         if type(raw) is not dict:
             return None
         raws.append(raw)
