@@ -47,8 +47,12 @@ def test_whole_gpu_pods_get_distinct_devices() -> None:
 
 
 def test_fractions_share_a_device_and_report_their_portion() -> None:
-    pods = run(NODE + pod("w", gpus=1) + pod("f1", annotations='{gpu-fraction: "0.5"}')
-               + pod("f2", annotations='{gpu-memory: "10240"}'))
+    pods = run(
+        NODE
+        + pod("w", gpus=1)
+        + pod("f1", annotations='{gpu-fraction: "0.5"}')
+        + pod("f2", annotations='{gpu-memory: "10240"}')
+    )
     assert pods["f1"]["gpuDevices"] == pods["f2"]["gpuDevices"] == [1]
     assert pods["f1"]["labels"]["runai-gpu-group"] == pods["f2"]["labels"]["runai-gpu-group"]
     assert pods["f1"]["annotations"]["received-resource-type"] == "Fraction"
@@ -76,3 +80,11 @@ def test_gpu_memory_larger_than_any_device_is_explained() -> None:
     pods = run(NODE + pod("huge", annotations='{gpu-memory: "81920"}'))
     assert pods["huge"]["phase"] == "Pending"
     assert "gpu-memory" in pods["huge"]["message"]
+
+
+def test_a_node_declaring_a_huge_gpu_count_still_hands_out_its_lowest_devices() -> None:
+    # nothing bounds nvidia.com/gpu: the device plugin's ledger must not list every device it has
+    huge = NODE.replace('nvidia.com/gpu: "4"', 'nvidia.com/gpu: "1e16"')
+    pods = run(huge + pod("a", gpus=2) + pod("f", annotations='{gpu-fraction: "0.5"}'))
+    assert pods["a"]["gpuDevices"] == [0, 1]
+    assert pods["f"]["gpuDevices"] == [2]

@@ -93,8 +93,10 @@ def choose_devices(
         if dev.all_releasing or dev.room_later() + EPS < portion:
             continue
         fitting.append((dev.used, dev.group, dev.room_now() + EPS >= portion))
+    # whole GPUs beyond `count` of either kind can never be chosen (a node may declare any number)
     whole_now = int(idle_gpus + EPS)
-    whole_later = int(idle_gpus + releasing_gpus + EPS) - whole_now
+    whole_later = min(count, int(idle_gpus + releasing_gpus + EPS) - whole_now)
+    whole_now = min(count, whole_now)
     # ordered candidates: (existing group or None for a new device, pipelined)
     order: list[tuple[str | None, bool]] = []
     if pack:

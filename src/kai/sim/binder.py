@@ -10,6 +10,7 @@ writes are planned with every other write (`kai.cluster.effects.bind_metadata`).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from kai.cluster.gpu_sharing import device_env
@@ -20,8 +21,10 @@ class NodeDevices:
     capacity: int
     holders: dict[int, str] = field(default_factory=dict)  # device index -> "pod:<ns/name>" | "group:<id>"
 
-    def free(self) -> list[int]:
-        return [i for i in range(self.capacity) if i not in self.holders]
+    def free(self) -> Iterator[int]:
+        """The free device indices, lowest first, found lazily: a node may declare a huge capacity
+        (nothing bounds `nvidia.com/gpu`), so the free ones are never listed whole."""
+        return (i for i in range(self.capacity) if i not in self.holders)
 
     def index_of_group(self, group: str) -> int | None:
         for index, holder in self.holders.items():
@@ -55,16 +58,17 @@ class DeviceLedger:
         indices: list[int] = []
         free = devices.free()
         for _ in range(whole_gpus):
-            if not free:
+            index = next(free, None)
+            if index is None:
                 break  # more GPUs bound than the node has: report what there is
-            index = free.pop(0)
             devices.holders[index] = f"pod:{pod}"
             indices.append(index)
         for group in groups:
             held = devices.index_of_group(group)
-            if held is None and free:
-                held = free.pop(0)
-                devices.holders[held] = f"group:{group}"
+            if held is None:
+                held = next(free, None)
+                if held is not None:
+                    devices.holders[held] = f"group:{group}"
             if held is not None:
                 indices.append(held)
         env = device_env([str(i) for i in indices], portion if groups else None)
