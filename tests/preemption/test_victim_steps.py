@@ -12,7 +12,7 @@ import dataclasses
 import pytest
 from benchmarks.clusters import NOW, reclaim_cluster
 
-from kai.actions.common import victim_steps
+from kai.actions.common import victim_steps, victims
 from kai.actions.common.victim_steps import VictimSteps
 from kai.actions.common.victims import VictimPool
 from kai.core.decisions import CycleResult
@@ -96,3 +96,23 @@ def test_bounded_walk_in_small_blocks_same_decisions(spec: dict[str, int], monke
 
 def _decisions(result: CycleResult) -> dict[str, object]:
     return {f.name: getattr(result, f.name) for f in dataclasses.fields(result)}
+
+
+@pytest.mark.parametrize("spec", CLUSTERS, ids=lambda s: f"{s['nodes']}n-{s['queues']}q")
+def test_plans_made_together_are_the_plans_made_one_by_one(
+    spec: dict[str, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`VictimPool.plan_all` (jobs at their gang minimum planned together) gives every job the plan
+    `_plan` gives it alone: the same units, holdings, re-rank keys, nodes and freed amounts."""
+    monkeypatch.setattr(victims, "BATCH", 1)
+    session = open_session(_snapshot(spec), SchedulerConfig())
+    pool = VictimPool(session)
+    jobs = [job for entries in pool.by_queue.values() for _, job in entries]
+    alone = [victims._plan(session, job) for job in jobs]
+    pool.plan_all(jobs)
+    together = [pool.plan(job) for job in jobs]
+    assert sum(len(plan) == 1 and plan[0].unit.whole for plan in together) > len(jobs) // 2
+    for one, many in zip(alone, together, strict=True):
+        assert [(s.unit, s.holds, s.requeue, s.nodes, s.frees.tolist()) for s in one] == [
+            (s.unit, s.holds, s.requeue, s.nodes, s.frees.tolist()) for s in many
+        ]

@@ -18,7 +18,11 @@ guard protects anyone, the same order can be produced far more cheaply:
   search need not walk every step: `OrderedVictims.relevant` walks only the steps that can make room
   for its preemptor, and the steps on the nodes where they do (see there). On a busy cluster most
   steps (CPU-only pods before a GPU job, say) can never make room, and the walk no longer grows with
-  their number.
+  their number. It reads the queues' steps as one set of arrays (`Combined`, a step's id being its
+  queue's offset plus its place), so each round is a few array operations whatever the number of
+  queues.
+* The steps are kept for the whole session: the next action (preempt after reclaim) takes them over,
+  re-keying only the jobs its own pool ranks differently (`QueueSteps.adopt`).
 
 Both give exactly the order `VictimPool.units` gives; the victim search reads either.
 """
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -84,6 +89,7 @@ class QueueSteps:
         entries = pool.by_queue.get(queue, [])
         self.entry_key = {job.index: key for key, job in entries}
         self.jobs = [job for _, job in entries]
+        self.position = {job.index: i for i, job in enumerate(self.jobs)}
         self.job_ids = np.array([job.index for job in self.jobs], dtype=np.int64)
         self.seen = np.full(len(self.jobs), -1, dtype=np.int64)  # job versions the steps were built at
         self.plans: dict[int, tuple[PlanStep, ...]] = {}  # the plans the steps were built from
@@ -98,7 +104,6 @@ class QueueSteps:
         self.row_frees = np.zeros((0, resources))
         self._starts: npt.NDArray[np.int64] | None = None
         self._keys: tuple[tuple[float, float, float], Keys] | None = None
-        self._derived: dict[object, npt.NDArray[np.int64]] = {}  # row indexes, dropped when the steps change
 
     @property
     def row_start(self) -> npt.NDArray[np.int64]:
@@ -109,38 +114,6 @@ class QueueSteps:
 
     def _changed(self) -> None:
         self._starts = self._keys = None
-        self._derived = {}
-
-    @property
-    def row_step(self) -> npt.NDArray[np.int64]:
-        """[rows]: each row's step."""
-        known = self._derived.get("step")
-        if known is None:
-            known = self._derived["step"] = np.repeat(np.arange(len(self.nrows), dtype=np.int64), self.nrows)
-        return known
-
-    def steps_freeing(self, resources: tuple[int, ...]) -> npt.NDArray[np.int64]:
-        """The steps (ascending) that free some amount of one of these resources on some node."""
-        known = self._derived.get(resources)
-        if known is None:
-            steps = self.row_step[np.any(self.row_frees[:, list(resources)] > 0.0, axis=1)]
-            # rows come step by step: the first row of each run names a step
-            known = self._derived[resources] = steps[np.r_[True, steps[1:] != steps[:-1]]] if steps.size else steps
-        return known
-
-    def steps_on(self, nodes: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-        """The steps (ascending) with a pod on one of these nodes (sorted, distinct)."""
-        order = self._derived.get("by node")
-        if order is None:
-            order = self._derived["by node"] = np.argsort(self.row_node, kind="stable")
-            self._derived["sorted nodes"] = self.row_node[order]
-        sorted_nodes = self._derived["sorted nodes"]
-        lo = np.searchsorted(sorted_nodes, nodes, side="left")
-        counts = np.searchsorted(sorted_nodes, nodes, side="right") - lo
-        total = int(counts.sum())
-        if not total:
-            return np.zeros(0, dtype=np.int64)
-        return np.unique(self.row_step[order[_ranges(lo, counts, total)]])
 
     def step_rows(self, steps: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         """The rows of these steps, a step's rows together: (each row's place in `steps`, the row)."""
@@ -149,6 +122,21 @@ class QueueSteps:
         place = np.repeat(np.arange(len(steps), dtype=np.int64), counts)
         return place, _ranges(self.row_start[steps], counts, total)
 
+    def adopt(self, pool: VictimPool) -> bool:
+        """Serve a later action's pool (built when that action started): jobs whose entry in the pool
+        changed are re-keyed at the next sync. False when the pool has a job these steps never had
+        (the steps must then be built again)."""
+        entries = pool.by_queue.get(self.queue, [])
+        if any(job.index not in self.position for _, job in entries):
+            return False
+        for key, job in entries:
+            if self.entry_key[job.index] != key:
+                self.entry_key[job.index] = key
+                self.plans.pop(job.index, None)  # its steps are keyed again, even with the same plan
+                self.seen[self.position[job.index]] = -1
+        self.pool = pool
+        return True
+
     def sync(self) -> None:
         """Bring the steps of jobs whose version changed up to date (a job rolled back keeps its steps)."""
         current = self.pool.session.job_version[self.job_ids]
@@ -156,6 +144,7 @@ class QueueSteps:
         if not changed.size:
             return
         self.seen[changed] = current[changed]
+        self.pool.plan_all([self.jobs[int(i)] for i in changed])
         removed: list[tuple[object, ...]] = []
         added: list[tuple[tuple[object, ...], PlanStep, Job]] = []
         for i in changed:
@@ -236,13 +225,6 @@ class QueueSteps:
             return len(self.keys)
         return bisect.bisect_left(self.priority, below_priority)
 
-    def rows(self, lo: int, hi: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64]]:
-        """The rows of steps lo..hi-1: each row's step (counted from lo), node and frees."""
-        starts = self.row_start
-        a, b = int(starts[lo]), int(starts[hi])
-        step = np.repeat(np.arange(hi - lo, dtype=np.int64), self.nrows[lo:hi])
-        return step, self.row_node[a:b], self.row_frees[a:b]
-
 
 class OrderedVictims:
     """The victim steps of one search, in the victim order, block by block (see the module docstring)."""
@@ -260,6 +242,7 @@ class OrderedVictims:
         self.head_rank = np.asarray(_dense_ranks([head for head, _, _ in keys]), dtype=np.int64)
         self.tail_rank = np.asarray(_dense_ranks([tail for _, _, tail in keys]), dtype=np.int64)
         self.tie_rank = np.asarray(ties, dtype=np.int64)
+        self._combined: Combined | None = None
 
     def key(self, q: int, p: int) -> StepKey:
         """Step p of queue q's place in the victim order (descending head, varying, tail, tie; then p)."""
@@ -368,15 +351,6 @@ class OrderedVictims:
             yield self.block(queue_of, index)
             size = min(LARGEST_BLOCK, size * 2)
 
-    def _candidates(
-        self, q: int, sources: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]], start: int, size: int
-    ) -> npt.NDArray[np.int64]:
-        """Queue q's first `size` candidates from step `start` on (the union of its sources, usable steps only)."""
-        first, second = (_window(source, start, self.limit[q], size) for source in sources)
-        if not first.size:
-            return second
-        return np.union1d(first, second)[:size] if second.size else first
-
     def relevant(
         self, *, reachable: BoolVector, room: npt.NDArray[np.float64], needs: Needs
     ) -> Iterator[tuple[bool, StepBlock]]:
@@ -393,6 +367,7 @@ class OrderedVictims:
         short still (they had not joined), then the new steps. A node that has not joined is short at
         every step up to the walk's last candidate, so no step there could make room on it.
         """
+        every = self.combined()
         count = len(self.queues)
         have = room.copy()  # what each node has once the candidates behind the walk are gone
         fine = reachable.copy()
@@ -410,58 +385,140 @@ class OrderedVictims:
                 few.append(nodes)
         few.append(np.flatnonzero(fine))  # every step on an open node is a candidate
         watched = np.unique(np.concatenate(few))
-        # per queue, the candidates: the steps on watched nodes and those freeing a widely short resource
-        sources = [
-            (
-                steps.steps_on(watched) if watched.size else np.zeros(0, dtype=np.int64),
-                steps.steps_freeing(tuple(widely)) if widely else np.zeros(0, dtype=np.int64),
-            )
-            for steps in self.queues
-        ]
-        cut = [0] * count  # per queue, the steps behind the walk
+        # the candidates (usable steps on watched nodes or freeing a widely short resource), ascending:
+        # a step's id is its queue's offset plus its place in the queue
+        limit = np.asarray(self.limit, dtype=np.int64)
+        usable = every.place < limit[every.queue_of]
+        wanted = every.freeing(tuple(widely)) if widely else np.zeros(every.size, dtype=np.bool_)
+        if watched.size:
+            wanted = wanted | every.on(watched)
+        candidates = np.flatnonzero(wanted & usable)
+        ends = np.searchsorted(candidates, every.offset[1:])
+        cut = np.zeros(count, dtype=np.int64)  # per queue, the steps behind the walk
         joined = np.zeros(reachable.size, dtype=np.bool_)
-        on_joined = [np.zeros(0, dtype=np.int64)] * count  # per queue, the steps on joined nodes
+        on_joined = np.zeros(0, dtype=np.int64)  # the steps on joined nodes (ids, ascending)
         size = FIRST_BLOCK
         while True:
-            queue_of, index = self.merge([self._candidates(q, sources[q], cut[q], size) for q in range(count)], size)
-            if index.size:
-                frontier = self.through(int(queue_of[-1]), int(index[-1]))
-                for q in np.unique(queue_of).tolist():
-                    steps = self.queues[q]
-                    rows = steps.step_rows(index[queue_of == q])[1]
-                    np.add.at(have, steps.row_node[rows], steps.row_frees[rows])
+            # each queue's next `size` candidates; the first `size` of them in the victim order
+            starts = np.searchsorted(candidates, every.offset[:-1] + cut)
+            taken = np.minimum(ends - starts, size)
+            window = candidates[_ranges(starts, taken, int(taken.sum()))]
+            chosen = self._in_order(every, window)[:size]
+            if chosen.size:
+                last = int(chosen[-1])
+                frontier = np.asarray(self.through(int(every.queue_of[last]), int(every.place[last])), dtype=np.int64)
+                # what they free, added up queue by queue and step by step (as the walk takes them)
+                rows = every.step_rows(np.sort(chosen))[1]
+                np.add.at(have, every.row_node[rows], every.row_frees[rows])
             else:
-                frontier = list(self.limit)
+                frontier = limit
             ready = reachable & ~joined
             for r, need in needs:
                 ready &= have[:, r] + EPS >= need
             fresh = np.flatnonzero(ready)
             if fresh.size:
-                behind = [self.queues[q].steps_on(fresh) for q in range(count)]
+                on_fresh = np.flatnonzero(every.on(fresh))
                 joined[fresh] = True
-                if any(cut):
-                    old_q, old_i = self.merge([b[: int(np.searchsorted(b, cut[q]))] for q, b in enumerate(behind)])
-                    if old_i.size:
-                        yield True, self.block(old_q, old_i, ready)
-                on_joined = [np.union1d(a, b) if a.size else b for a, b in zip(on_joined, behind, strict=True)]
-            picks = [
-                on[int(np.searchsorted(on, cut[q])) : int(np.searchsorted(on, frontier[q]))]
-                for q, on in enumerate(on_joined)
-            ]
-            new_q, new_i = self.merge(picks)
-            if new_i.size:
-                yield False, self.block(new_q, new_i, joined)
+                if cut.any():
+                    old = on_fresh[every.place[on_fresh] < cut[every.queue_of[on_fresh]]]
+                    if old.size:
+                        yield True, self._block_of(every, self._in_order(every, old), ready)
+                on_joined = np.union1d(on_joined, on_fresh) if on_joined.size else on_fresh
+            place, queue = every.place[on_joined], every.queue_of[on_joined]
+            new = on_joined[(place >= cut[queue]) & (place < frontier[queue])]
+            if new.size:
+                yield False, self._block_of(every, self._in_order(every, new), joined)
             cut = frontier
-            if not index.size:
+            if not chosen.size:
                 return
             size = min(LARGEST_BLOCK, size * 2)
 
+    def combined(self) -> Combined:
+        """The queues' steps as one set of arrays (built once per search)."""
+        if self._combined is None:
+            self._combined = Combined(self.queues, self.varying, nodes=self.session.snapshot.nodes.count)
+        return self._combined
 
-def _window(steps: npt.NDArray[np.int64], start: int, stop: int, size: int) -> npt.NDArray[np.int64]:
-    """The first `size` of these (ascending) steps from `start` on, below `stop`."""
-    lo = int(np.searchsorted(steps, start))
-    window = steps[lo : lo + size]
-    return window[: int(np.searchsorted(window, stop))]
+    def _in_order(self, every: Combined, ids: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """These steps (ids) in the victim order: descending by (head, varying, tail, tie), then place."""
+        if not ids.size:
+            return ids
+        queue = every.queue_of[ids]
+        order = np.lexsort(
+            (
+                every.place[ids],
+                -self.tie_rank[queue],
+                -self.tail_rank[queue],
+                -every.varying[ids],
+                -self.head_rank[queue],
+            )
+        )
+        ordered: npt.NDArray[np.int64] = ids[order]
+        return ordered
+
+    def _block_of(self, every: Combined, ids: npt.NDArray[np.int64], only: BoolVector) -> StepBlock:
+        """These steps (ids, in this order) as a block, with only their rows on the `only` nodes."""
+        place, rows = every.step_rows(ids)
+        keep = only[every.row_node[rows]]
+        queue = every.queue_of[ids]
+        keys: list[StepKey] = list(
+            zip(
+                (-self.head_rank[queue]).astype(np.float64).tolist(),
+                (-every.varying[ids]).tolist(),
+                (-self.tail_rank[queue]).astype(np.float64).tolist(),
+                (-self.tie_rank[queue]).astype(np.float64).tolist(),
+                every.place[ids].astype(np.float64).tolist(),
+                strict=True,
+            )
+        )
+        return StepBlock(
+            units=every.units[ids].tolist(),
+            keys=keys,
+            row_step=place[keep],
+            row_node=every.row_node[rows[keep]],
+            row_frees=every.row_frees[rows[keep]],
+        )
+
+
+class Combined:
+    """The steps of one search's queues as one set of arrays: a step's id is its queue's offset plus
+    its place in the queue (so ids ascend by queue, then place), with its rows (node, what it frees)."""
+
+    def __init__(self, queues: Sequence[QueueSteps], varying: Sequence[npt.NDArray[np.float64]], *, nodes: int) -> None:
+        self.nodes = nodes
+        counts = np.array([len(q.keys) for q in queues], dtype=np.int64)
+        self.size = int(counts.sum())
+        self.offset = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        self.queue_of = np.repeat(np.arange(len(queues), dtype=np.int64), counts)
+        self.place = np.arange(self.size, dtype=np.int64) - self.offset[self.queue_of]
+        self.varying = np.concatenate([v[: len(q.keys)] for q, v in zip(queues, varying, strict=True)])
+        self.units = np.concatenate([q.units for q in queues]) if queues else np.empty(0, dtype=object)
+        self.nrows = np.concatenate([q.nrows for q in queues])
+        self.row_start = np.concatenate([[0], np.cumsum(self.nrows)]).astype(np.int64)
+        self.row_node = np.concatenate([q.row_node for q in queues])
+        self.row_frees = np.concatenate([q.row_frees for q in queues])
+        self.row_step = np.repeat(np.arange(self.size, dtype=np.int64), self.nrows)
+
+    def freeing(self, resources: tuple[int, ...]) -> BoolVector:
+        """[steps]: frees some amount of one of these resources on some node."""
+        out = np.zeros(self.size, dtype=np.bool_)
+        out[self.row_step[np.any(self.row_frees[:, list(resources)] > 0.0, axis=1)]] = True
+        return out
+
+    def on(self, nodes: npt.NDArray[np.int64]) -> BoolVector:
+        """[steps]: has a pod on one of these nodes."""
+        flag = np.zeros(self.nodes, dtype=np.bool_)
+        flag[nodes] = True
+        out = np.zeros(self.size, dtype=np.bool_)
+        out[self.row_step[flag[self.row_node]]] = True
+        return out
+
+    def step_rows(self, ids: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """The rows of these steps, a step's rows together: (each row's place in `ids`, the row)."""
+        counts = self.nrows[ids]
+        total = int(counts.sum())
+        place = np.repeat(np.arange(len(ids), dtype=np.int64), counts)
+        return place, _ranges(self.row_start[ids], counts, total)
 
 
 def _advance(at: list[int], queue_of: npt.NDArray[np.int64], index: npt.NDArray[np.int64]) -> None:
@@ -508,12 +565,24 @@ def tie_order(session: Session, queues: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(ordered)
 
 
+_SHARED: weakref.WeakKeyDictionary[Session, dict[int, QueueSteps]] = weakref.WeakKeyDictionary()
+
+
+def _shared(session: Session) -> dict[int, QueueSteps]:
+    """The session's victim steps per queue, kept from one action to the next."""
+    steps = _SHARED.get(session)
+    if steps is None:
+        steps = _SHARED[session] = {}
+    return steps
+
+
 class VictimSteps:
-    """One action's victim steps per queue, kept across its attempts (see the module docstring)."""
+    """An action's victim steps per queue, kept across its attempts and handed on to the session's next
+    action, which re-keys the jobs its own pool ranks differently (see the module docstring)."""
 
     def __init__(self, pool: VictimPool) -> None:
         self.pool = pool
-        self.by_queue: dict[int, QueueSteps] = {}
+        self.by_queue = _shared(pool.session)  # every action of the session keeps the same steps
         self.ties: dict[tuple[int, ...], dict[int, int] | None] = {}  # tie orders are session constants
 
     def ordered(self, queues: Sequence[int], *, below_priority: int | None = None) -> OrderedVictims | None:
@@ -535,6 +604,8 @@ class VictimSteps:
         steps = []
         for q in queues:
             known = self.by_queue.get(q)
+            if known is not None and known.pool is not self.pool and not known.adopt(self.pool):
+                known = None
             if known is None:
                 known = self.by_queue[q] = QueueSteps(self.pool, q)
             known.sync()

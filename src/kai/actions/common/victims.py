@@ -24,6 +24,7 @@ from kai.core.resources import GPU, QUEUE_RESOURCE_NAMES
 from kai.core.session import NOTHING, Session
 
 ROOT = -1  # the parent of the top queues in the victim order's tree
+BATCH = 64  # plans made together from this many jobs on (each pass reads every pod's state)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -105,11 +106,14 @@ _ALIVE = np.array(sorted(ALIVE), dtype=np.int8)
 
 @dataclass(slots=True)
 class _Memo:
-    """What every victim pool of a session shares: per task its job, per job whether it may ever be a
-    victim (preemptible, in a queue), and the victim plans per job with the state of its pods they were
-    made in."""
+    """What every victim pool of a session shares: per task its job and request, per job whether it may
+    ever be a victim (preemptible, in a queue), and the victim plans per job with the state of its pods
+    they were made in."""
 
     task_job: npt.NDArray[np.int64]
+    requests: npt.NDArray[np.float64]  # [T, R] each task's node-level request
+    shared: npt.NDArray[np.bool_]  # [T] shares GPUs
+    job_shared: npt.NDArray[np.bool_]  # [J] has a pod that shares GPUs
     eligible: npt.NDArray[np.bool_]
     plans: dict[int, tuple[bytes, tuple[PlanStep, ...]]]
 
@@ -121,8 +125,15 @@ def _memo(session: Session) -> _Memo:
     memo = _MEMOS.get(session)
     if memo is None:
         snapshot = session.snapshot
+        task_job = np.array([t.job for t in snapshot.tasks], dtype=np.int64)
+        shared = np.array([t.is_shared_gpu for t in snapshot.tasks], dtype=np.bool_)
         memo = _MEMOS[session] = _Memo(
-            task_job=np.array([t.job for t in snapshot.tasks], dtype=np.int64),
+            task_job=task_job,
+            requests=np.array([t.request for t in snapshot.tasks], dtype=np.float64).reshape(
+                len(snapshot.tasks), snapshot.resources.size
+            ),
+            shared=shared,
+            job_shared=np.bincount(task_job[shared], minlength=len(snapshot.jobs)) > 0,
             eligible=np.array([job.preemptible and job.queue >= 0 for job in snapshot.jobs], dtype=np.bool_),
             plans={},
         )
@@ -169,6 +180,33 @@ class VictimPool:
         plan = _plan(self.session, job) if is_candidate(self.session, job) else ()
         self._plans[job.index] = (state, plan)
         return plan
+
+    def plan_all(self, jobs: Sequence[Job]) -> None:
+        """Make the plans of these jobs that are not cached for their current state, most of them at
+        once: a job at or below its gang minimum loses everything in one step (`_whole_plans`)."""
+        if len(jobs) < BATCH:
+            return  # `plan` makes each when asked
+        session = self.session
+        memo = _memo(session)
+        candidate = candidates(session)
+        alive = np.bincount(memo.task_job[np.isin(session.status, _ALIVE)], minlength=len(session.snapshot.jobs))
+        order_tasks, status, plans = session.job_order_tasks, session.status, self._plans
+        whole: list[tuple[Job, bytes]] = []
+        for job in jobs:
+            j = job.index
+            state = status[order_tasks[j]].tobytes()
+            cached = plans.get(j)
+            if cached is not None and cached[0] == state:
+                continue
+            if not candidate[j]:
+                plans[j] = (state, ())
+            elif alive[j] <= job.min_member and not memo.job_shared[j]:
+                whole.append((job, state))
+            else:
+                plans[j] = (state, _plan(session, job))
+        if whole:
+            for (job, state), plan in zip(whole, _whole_plans(session, [job for job, _ in whole]), strict=True):
+                self._plans[job.index] = (state, plan)
 
     def units(
         self,
@@ -249,6 +287,42 @@ def _plan(session: Session, job: Job) -> tuple[PlanStep, ...]:
         key = (job.priority, _bucket(job, int(alive.sum())), -job.creation, -job.index) if running else None
         steps.append(_step(session, VictimUnit(job=job.index, tasks=(surplus,), whole=False), holds, key))
     return tuple(steps)
+
+
+def _whole_plans(session: Session, jobs: Sequence[Job]) -> list[tuple[PlanStep, ...]]:
+    """`_plan` of candidate jobs at or below their gang minimum, sharing no GPU: one step each, every
+    running pod at once, computed for all of them together (the same sums, in the same order)."""
+    memo = _memo(session)
+    orders = [session.job_order_tasks[job.index] for job in jobs]
+    tasks = np.concatenate(orders)
+    owner = np.repeat(np.arange(len(jobs), dtype=np.int64), [len(o) for o in orders])
+    running = session.status[tasks] == TaskStatus.RUNNING
+    tasks, owner = tasks[running], owner[running]
+    # what each job holds: its pods' charges added up in task order, as `charge[running].sum(axis=0)`
+    holds = np.zeros((len(jobs), 3))
+    np.add.at(holds, owner, session.task_charge[tasks])
+    # what each job frees per node: its pods' requests there, added up in task order
+    nodes_count = session.snapshot.nodes.count
+    pair = owner * nodes_count + session.node[tasks].astype(np.int64)
+    pairs, row = np.unique(pair, return_inverse=True)
+    frees = np.zeros((pairs.size, session.snapshot.resources.size))
+    np.add.at(frees, row, memo.requests[tasks])
+    frees.flags.writeable = False
+    task_starts = np.searchsorted(owner, np.arange(len(jobs) + 1))
+    pair_starts = np.searchsorted(pairs, np.arange(len(jobs) + 1) * nodes_count)
+    task_list: list[int] = tasks.tolist()
+    node_list: list[int] = (pairs % nodes_count).tolist()
+    held = holds.tolist()
+    plans: list[tuple[PlanStep, ...]] = []
+    for k, job in enumerate(jobs):
+        a, b = int(pair_starts[k]), int(pair_starts[k + 1])
+        h = held[k]
+        unit = VictimUnit(job=job.index, tasks=tuple(task_list[task_starts[k] : task_starts[k + 1]]), whole=True)
+        step = PlanStep(
+            unit=unit, holds=(h[0], h[1], h[2]), requeue=None, nodes=tuple(node_list[a:b]), frees=frees[a:b]
+        )
+        plans.append((step,))
+    return plans
 
 
 class _Cursor:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
@@ -24,6 +25,7 @@ NO_SHARE_DRF_MULTIPLIER = 1000.0
 EPS = 1e-9
 OVER_LIMIT = "OverLimit"
 NON_PREEMPTIBLE_OVER_QUOTA = "NonPreemptibleOverQuota"
+_Used = TypeVar("_Used", float, Vector)
 
 
 def format_amount(resource: int, value: float) -> str:
@@ -49,20 +51,24 @@ def _drf_caps(share: Vector, total: Vector) -> Triple:
     return (a, b, c)
 
 
+def _share(used: _Used, cap: float) -> _Used:
+    """One resource's dominant-share term: what is used over what the queue may have (a queue that may
+    have none pays a large multiple of what it uses). `used` is a number or a vector of them."""
+    return used * NO_SHARE_DRF_MULTIPLIER if cap == 0 else used / cap
+
+
 def _drf(caps: Triple, allocated: Sequence[float]) -> float:
     best = 0.0
     for cap, used in zip(caps, allocated, strict=True):
-        value = used * NO_SHARE_DRF_MULTIPLIER if cap == 0 else used / cap
-        best = max(best, value)
+        best = max(best, _share(used, cap))
     return best
 
 
 def _drf_rows(caps: Triple, allocated: Matrix) -> Vector:
-    """`_drf` of every row of `allocated` [S, 3] (the same arithmetic, element by element)."""
+    """`_drf` of every row of `allocated` [S, 3]: the same terms, a column at a time."""
     best = np.zeros(len(allocated))
     for r, cap in enumerate(caps):
-        used = allocated[:, r]
-        best = np.maximum(best, used * NO_SHARE_DRF_MULTIPLIER if cap == 0 else used / cap)
+        best = np.maximum(best, _share(allocated[:, r], cap))
     return best
 
 
