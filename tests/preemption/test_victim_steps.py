@@ -8,6 +8,8 @@ order, and a whole cycle must give the same decisions whichever walk the victim 
 from __future__ import annotations
 
 import dataclasses
+import gc
+import weakref
 
 import pytest
 from benchmarks.clusters import NOW, reclaim_cluster
@@ -19,7 +21,7 @@ from kai.core.decisions import CycleResult
 from kai.core.model import Snapshot
 from kai.core.session import SchedulerConfig, Session
 from kai.core.snapshot_builder import build_snapshot
-from kai.scheduler.cycle import open_session, run_cycle
+from kai.scheduler.cycle import close_session, open_session, run_actions, run_cycle
 
 CLUSTERS = [
     {"nodes": 12, "queues": 4, "seed": 1},
@@ -116,3 +118,14 @@ def test_plans_made_together_are_the_plans_made_one_by_one(
         assert [(s.unit, s.holds, s.requeue, s.nodes, s.frees.tolist()) for s in one] == [
             (s.unit, s.holds, s.requeue, s.nodes, s.frees.tolist()) for s in many
         ]
+
+
+def test_a_session_is_freed_with_what_its_searches_kept() -> None:
+    """The victim steps, plans and search books kept per session do not keep it alive (`kai run` opens a
+    session every cycle)."""
+    session = run_actions(_snapshot(CLUSTERS[0]), SchedulerConfig())
+    assert close_session(session).evictions, "the cycle searched for victims"
+    alive = weakref.ref(session)
+    del session
+    gc.collect()
+    assert alive() is None

@@ -84,7 +84,7 @@ class QueueSteps:
     """
 
     def __init__(self, pool: VictimPool, queue: int) -> None:
-        self.pool = pool
+        self._pool = weakref.ref(pool)  # not the session's: the session keeps these steps
         self.queue = queue
         entries = pool.by_queue.get(queue, [])
         self.entry_key = {job.index: key for key, job in entries}
@@ -104,6 +104,18 @@ class QueueSteps:
         self.row_frees = np.zeros((0, resources))
         self._starts: npt.NDArray[np.int64] | None = None
         self._keys: tuple[tuple[float, float, float], Keys] | None = None
+        self._row_step: npt.NDArray[np.int64] | None = None  # derived from the steps, dropped when they change
+        self._freeing: dict[tuple[int, ...], BoolVector] = {}
+
+    @property
+    def pool(self) -> VictimPool:
+        """The pool of the action these steps serve (set by `adopt` for each action)."""
+        pool = self._pool()
+        assert pool is not None, "victim steps are used only while their action's pool lives"
+        return pool
+
+    def serves(self, pool: VictimPool) -> bool:
+        return self._pool() is pool
 
     @property
     def row_start(self) -> npt.NDArray[np.int64]:
@@ -113,7 +125,23 @@ class QueueSteps:
         return self._starts
 
     def _changed(self) -> None:
-        self._starts = self._keys = None
+        self._starts = self._keys = self._row_step = None
+        self._freeing = {}
+
+    @property
+    def row_step(self) -> npt.NDArray[np.int64]:
+        """[rows]: each row's step."""
+        if self._row_step is None:
+            self._row_step = np.repeat(np.arange(len(self.nrows), dtype=np.int64), self.nrows)
+        return self._row_step
+
+    def freeing(self, resources: tuple[int, ...]) -> BoolVector:
+        """[steps]: frees some amount of one of these resources on some node."""
+        known = self._freeing.get(resources)
+        if known is None:
+            known = self._freeing[resources] = np.zeros(len(self.nrows), dtype=np.bool_)
+            known[self.row_step[np.any(self.row_frees[:, list(resources)] > 0.0, axis=1)]] = True
+        return known
 
     def step_rows(self, steps: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         """The rows of these steps, a step's rows together: (each row's place in `steps`, the row)."""
@@ -134,7 +162,7 @@ class QueueSteps:
                 self.entry_key[job.index] = key
                 self.plans.pop(job.index, None)  # its steps are keyed again, even with the same plan
                 self.seen[self.position[job.index]] = -1
-        self.pool = pool
+        self._pool = weakref.ref(pool)
         return True
 
     def sync(self) -> None:
@@ -409,7 +437,7 @@ class OrderedVictims:
                 frontier = np.asarray(self.through(int(every.queue_of[last]), int(every.place[last])), dtype=np.int64)
                 # what they free, added up queue by queue and step by step (as the walk takes them)
                 rows = every.step_rows(np.sort(chosen))[1]
-                np.add.at(have, every.row_node[rows], every.row_frees[rows])
+                np.add.at(have, every.row_node[rows], every.frees(rows))
             else:
                 frontier = limit
             ready = reachable & ~joined
@@ -472,38 +500,37 @@ class OrderedVictims:
             )
         )
         return StepBlock(
-            units=every.units[ids].tolist(),
+            units=every.units(ids),
             keys=keys,
             row_step=place[keep],
             row_node=every.row_node[rows[keep]],
-            row_frees=every.row_frees[rows[keep]],
+            row_frees=every.frees(rows[keep]),
         )
 
 
 class Combined:
     """The steps of one search's queues as one set of arrays: a step's id is its queue's offset plus
-    its place in the queue (so ids ascend by queue, then place), with its rows (node, what it frees)."""
+    its place in the queue (so ids ascend by queue, then place), and a row's id its queue's row offset
+    plus its place among the queue's rows. Only what every round reads of every step is copied (keys,
+    nodes); units and freed amounts are read from the queues for the few steps a round takes."""
 
     def __init__(self, queues: Sequence[QueueSteps], varying: Sequence[npt.NDArray[np.float64]], *, nodes: int) -> None:
+        self.queues = list(queues)
         self.nodes = nodes
         counts = np.array([len(q.keys) for q in queues], dtype=np.int64)
+        rows = np.array([q.row_node.size for q in queues], dtype=np.int64)
         self.size = int(counts.sum())
         self.offset = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        self.row_offset = np.concatenate([[0], np.cumsum(rows)]).astype(np.int64)
         self.queue_of = np.repeat(np.arange(len(queues), dtype=np.int64), counts)
         self.place = np.arange(self.size, dtype=np.int64) - self.offset[self.queue_of]
         self.varying = np.concatenate([v[: len(q.keys)] for q, v in zip(queues, varying, strict=True)])
-        self.units = np.concatenate([q.units for q in queues]) if queues else np.empty(0, dtype=object)
-        self.nrows = np.concatenate([q.nrows for q in queues])
-        self.row_start = np.concatenate([[0], np.cumsum(self.nrows)]).astype(np.int64)
         self.row_node = np.concatenate([q.row_node for q in queues])
-        self.row_frees = np.concatenate([q.row_frees for q in queues])
-        self.row_step = np.repeat(np.arange(self.size, dtype=np.int64), self.nrows)
+        self.row_step = np.concatenate([q.row_step + self.offset[k] for k, q in enumerate(queues)])
 
     def freeing(self, resources: tuple[int, ...]) -> BoolVector:
         """[steps]: frees some amount of one of these resources on some node."""
-        out = np.zeros(self.size, dtype=np.bool_)
-        out[self.row_step[np.any(self.row_frees[:, list(resources)] > 0.0, axis=1)]] = True
-        return out
+        return np.concatenate([q.freeing(resources) for q in self.queues])
 
     def on(self, nodes: npt.NDArray[np.int64]) -> BoolVector:
         """[steps]: has a pod on one of these nodes."""
@@ -515,10 +542,37 @@ class Combined:
 
     def step_rows(self, ids: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         """The rows of these steps, a step's rows together: (each row's place in `ids`, the row)."""
-        counts = self.nrows[ids]
+        starts = np.empty(ids.size, dtype=np.int64)
+        counts = np.empty(ids.size, dtype=np.int64)
+        queue = self.queue_of[ids]
+        for k in np.unique(queue).tolist():
+            chosen = queue == k
+            at = self.place[ids[chosen]]
+            steps = self.queues[k]
+            starts[chosen] = steps.row_start[at] + self.row_offset[k]
+            counts[chosen] = steps.nrows[at]
         total = int(counts.sum())
-        place = np.repeat(np.arange(len(ids), dtype=np.int64), counts)
-        return place, _ranges(self.row_start[ids], counts, total)
+        place = np.repeat(np.arange(ids.size, dtype=np.int64), counts)
+        return place, _ranges(starts, counts, total)
+
+    def frees(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+        """What these rows free [rows, R]."""
+        queue = np.searchsorted(self.row_offset, rows, side="right") - 1
+        out = np.empty((rows.size, self.queues[0].row_frees.shape[1] if self.queues else 0))
+        for k in np.unique(queue).tolist():
+            chosen = queue == k
+            out[chosen] = self.queues[k].row_frees[rows[chosen] - self.row_offset[k]]
+        return out
+
+    def units(self, ids: npt.NDArray[np.int64]) -> list[VictimUnit]:
+        """The units of these steps, in this order."""
+        out = np.empty(ids.size, dtype=object)
+        queue = self.queue_of[ids]
+        for k in np.unique(queue).tolist():
+            chosen = queue == k
+            out[chosen] = self.queues[k].units[self.place[ids[chosen]]]
+        units: list[VictimUnit] = out.tolist()
+        return units
 
 
 def _advance(at: list[int], queue_of: npt.NDArray[np.int64], index: npt.NDArray[np.int64]) -> None:
@@ -604,7 +658,7 @@ class VictimSteps:
         steps = []
         for q in queues:
             known = self.by_queue.get(q)
-            if known is not None and known.pool is not self.pool and not known.adopt(self.pool):
+            if known is not None and not known.serves(self.pool) and not known.adopt(self.pool):
                 known = None
             if known is None:
                 known = self.by_queue[q] = QueueSteps(self.pool, q)
