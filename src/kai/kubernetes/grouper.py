@@ -98,7 +98,9 @@ class PodGrouper:
             self._created.discard(key)
 
     async def _patch(self, key: ObjectKey, patch: dict[str, object]) -> None:
-        outcome = await self.writer.patch(resources.PODS, key[0], key[1], patch)
+        # in the decisions' lane: queued before the pod's binding (same object, first come first
+        # served), so a pod is never seen bound without its `pod-group-name`, as with KAI's grouper
+        outcome = await self.writer.patch(resources.PODS, key[0], key[1], patch, decision=True)
         if not outcome.ok:
             log.warning("annotating pod %s/%s with its PodGroup failed: %s", key[0], key[1], outcome.message)
             self._in_flight.pop(key, None)
