@@ -24,6 +24,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+import msgspec
+
 from kai.api.fields import format_timestamp
 from kai.api.podgroup import LAST_EVICTION_ANNOTATION, LAST_START_ANNOTATION, STALE_TIMESTAMP_ANNOTATION
 from kai.cluster.pods import group_labels
@@ -39,8 +41,11 @@ PODGROUP_NOT_FOUND = "PodGroupNotFound"
 SCHEDULED = "Scheduled"  # the event of a pod placed on a node (on a cluster: written once it is bound)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Bind:
+class Bind(msgspec.Struct, frozen=True, kw_only=True):
+    """Bind a pod to its node. This and the other effects made per pod (`MarkPodUnschedulable`,
+    `RecordEvent`) are msgspec Structs: a cycle plans one or two per pod, and a Struct is built several
+    times faster than a frozen dataclass."""
+
     pod: str  # namespace/name
     node: str
     gpu_groups: tuple[str, ...]
@@ -122,8 +127,7 @@ class SetPodGroupCondition:
     condition: Condition | None  # None: the group schedules, clear it
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class MarkPodUnschedulable:
+class MarkPodUnschedulable(msgspec.Struct, frozen=True, kw_only=True):
     pod: str
     reason: str
     message: str
@@ -141,8 +145,7 @@ class SetQueueStatus:
     status: Mapping[str, object]  # allocated, allocatedNonPreemptible, requested, fairShare, childQueues
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class RecordEvent:
+class RecordEvent(msgspec.Struct, frozen=True, kw_only=True):
     type: str  # Normal or Warning
     reason: str
     object: str  # Kind/namespace/name
