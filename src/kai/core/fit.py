@@ -147,8 +147,7 @@ def _room_for(free: Matrix | Vector, request: Vector) -> BoolVector:
     """Whether `request` fits `free` (one node's row, or rows [nodes, resources]). As kube-scheduler: only
     the resources asked for are checked (an overcommitted resource the task does not use does not rule a
     node out)."""
-    asked = request > 0
-    fits: BoolVector = np.all(free[..., asked] >= request[asked] - EPS, axis=-1)
+    fits: BoolVector = np.asarray(((free >= request - EPS) | ~(request > 0)).all(axis=-1))
     return fits
 
 

@@ -109,7 +109,7 @@ def fitting(session: Session, tasks: list[Task]) -> Fitting:
         if shape in stuck:
             nodes.append(None)
             continue
-        error = place_task(session, stmt, task, allow_pipeline=False, why=False)
+        error = place_task(session, stmt, task, allow_pipeline=False, why=False, remember=True)
         if error is not None:
             stuck.add(shape)
         nodes.append(None if error is not None else int(session.node[task.index]))

@@ -56,12 +56,12 @@ def owner_chain(*, pod: objects.RawObject, lookup: Lookup) -> OwnerChain | model
     followed (a pod with several owners is grouped by the first); every owner above it must have at
     most one. Owners are looked up in the pod's namespace.
     """
-    namespace = objects.namespace(pod)
     refs = objects.owner_references(pod)
-    pod_name = objects.describe(pod)
     if not refs:
         # A pod without owners is its own top owner.
         return OwnerChain(pod=pod)
+    namespace = objects.namespace(pod)
+    pod_name = objects.describe(pod)
     owners: list[objects.RawObject] = []
     seen = {_identity(pod)}
     ref = refs[0]

@@ -21,11 +21,28 @@ from kai.core.statement import Statement
 
 
 def place_task(
-    session: Session, stmt: Statement, task: Task, *, allow_pipeline: bool = True, why: bool = True
+    session: Session,
+    stmt: Statement,
+    task: Task,
+    *,
+    allow_pipeline: bool = True,
+    why: bool = True,
+    remember: bool = False,
 ) -> str | None:
     """Place one task; returns None on success, else the fit-error summary (a bare `0/N nodes` when
-    the caller does not want the per-node reasons: `why=False`)."""
-    return _place(session, stmt, task, fit_lib.find_fit(session, task), allow_pipeline=allow_pipeline, why=why)
+    the caller does not want the per-node reasons: `why=False`).
+
+    `remember`: a failure is kept in `Session.fits_nowhere`, and a like task fails with the same error
+    without a fit while no node changed (for callers that try many tasks on an unchanged cluster)."""
+    nowhere = _nowhere_key(session, task, why, allow_pipeline) if remember else None
+    version = int(session.node_version.sum()) if nowhere is not None else 0
+    remembered = session.fits_nowhere.get(nowhere) if nowhere is not None else None
+    if remembered is not None and remembered[0] == version:
+        return remembered[1]
+    error = _place(session, stmt, task, fit_lib.find_fit(session, task), allow_pipeline=allow_pipeline, why=why)
+    if error is not None and nowhere is not None:
+        session.fits_nowhere[nowhere] = (version, error)
+    return error
 
 
 def _place(
@@ -76,13 +93,13 @@ def _whole_free_gpus(session: Session) -> bool:
     return bool(np.array_equal(free, np.floor(free)))
 
 
-def _nowhere_key(session: Session, task: Task, why: bool) -> tuple[object, ...] | None:
-    """What a task's fit and fit errors depend on besides the nodes (None: something else too, a
+def _nowhere_key(session: Session, task: Task, why: bool, allow_pipeline: bool = True) -> tuple[object, ...] | None:
+    """What a task's placement failure depends on besides the nodes (None: something else too, a
     plugin predicate): pods with the same key fit the same nodes, or fail for the same reasons."""
     if session.predicates:
         return None
     shape = (task.request.tobytes(), task.constraint, task.is_shared_gpu, task.gpu_portion, task.gpu_memory_mib)
-    return (*shape, task.gpu_devices, why)
+    return (*shape, task.gpu_devices, why, allow_pipeline)
 
 
 Shape = tuple[bytes, int]  # request and constraint of a task sharing no GPU: like tasks fit the same nodes
