@@ -261,7 +261,7 @@ def build_snapshot(
     shared: dict[tuple[int, str], list[tuple[int, float, bool]]] = {}
     for job_index, key in enumerate(sorted(groups)):
         pg = groups[key]
-        states = sorted(members[key], key=lambda s: (s.pod.meta.creation_timestamp or 0.0, s.pod.name))
+        states = sorted(members[key], key=lambda s: (s.pod.meta.creation_timestamp or 0.0, s.pod.meta.name))
         problem: JobProblem | None = None
         qi = queue_pos.get(pg.queue, -1)
         if qi < 0 or not queue_list[qi].is_leaf:
@@ -296,7 +296,8 @@ def build_snapshot(
         job_tasks: list[int] = []
         for ps in states:
             pod = ps.pod
-            pod_labels = pod.meta.labels
+            meta = pod.meta
+            pod_labels = meta.labels
             sub = pod_labels.get(api_pod.SUBGROUP_LABEL, "")
             podset = podset_names.index(sub) if sub in podset_names else 0
             if pod.node_selector or pod.affinity_terms or pod.tolerations:
@@ -310,6 +311,9 @@ def build_snapshot(
                 cid = constraint_ids.setdefault(_NO_CONSTRAINT, len(constraint_ids))
             request = requests.vector(pod.requests)
             share = pod.gpu_share
+            portion, devices, memory = (
+                (0.0, 0, 0) if share is None else (share.fraction or 0.0, share.num_devices, share.memory_mib or 0)
+            )
             node_i = node_pos.get(ps.node, -1) if ps.node else -1
             priority_text = pod_labels.get(api_pod.TASK_PRIORITY_LABEL)
             try:
@@ -318,20 +322,20 @@ def build_snapshot(
                 task_priority = 0
             task = Task(
                 index=len(tasks),
-                namespace=pod.namespace,
-                name=pod.name,
+                namespace=meta.namespace,
+                name=meta.name,
                 job=job_index,
                 podset=podset,
                 request=request,
-                gpu_portion=share.fraction or 0.0 if share is not None else 0.0,
-                gpu_devices=share.num_devices if share is not None else 0,
-                gpu_memory_mib=share.memory_mib or 0 if share is not None else 0,
+                gpu_portion=portion,
+                gpu_devices=devices,
+                gpu_memory_mib=memory,
                 status=ps.status,
                 node=node_i,
                 nominated_node=node_pos.get(ps.nominated_node, -1) if ps.nominated_node else -1,
                 gpu_groups=ps.gpu_groups,
                 task_priority=task_priority,
-                creation=pod.meta.creation_timestamp or 0.0,
+                creation=meta.creation_timestamp or 0.0,
                 start_time=ps.start_time,
                 constraint=cid,
                 grace_seconds=pod.termination_grace_seconds,

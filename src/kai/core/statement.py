@@ -8,10 +8,9 @@ decisions are applied later by the adapter.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
-from dataclasses import dataclass
 
+import msgspec
 import numpy as np
 
 from kai.core import gpu_devices
@@ -21,8 +20,9 @@ from kai.core.resources import GPU
 from kai.core.session import Session
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class _Op:
+class _Op(msgspec.Struct, frozen=True, kw_only=True):
+    """One logged operation and its exact inverse (a msgspec Struct: one is made per placement)."""
+
     kind: Kind
     task: int
     node: int
@@ -225,7 +225,7 @@ class Statement:
         for i in range(checkpoint, len(self._ops)):
             op = self._ops[i]
             if op.kind is Kind.EVICT:
-                self._ops[i] = dataclasses.replace(op, message=message(op.task))
+                self._ops[i] = msgspec.structs.replace(op, message=message(op.task))
 
     # ----------------------------------------------------------------- outcome
     def commit(self) -> None:
