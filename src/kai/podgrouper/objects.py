@@ -22,7 +22,7 @@ class InvalidObjectError(ValueError):
 
 def metadata(obj: RawObject) -> Mapping[str, Any]:
     value = obj.get("metadata")
-    return value if isinstance(value, Mapping) else _EMPTY
+    return value if type(value) is dict or isinstance(value, Mapping) else _EMPTY
 
 
 def name(obj: RawObject) -> str:
@@ -62,7 +62,7 @@ def annotations(obj: RawObject) -> Mapping[str, str]:
 
 def owner_references(obj: RawObject) -> tuple[Mapping[str, Any], ...]:
     refs = metadata(obj).get("ownerReferences")
-    if not isinstance(refs, Sequence) or isinstance(refs, str):
+    if refs is None or not isinstance(refs, Sequence) or isinstance(refs, str):
         return ()
     return tuple(ref for ref in refs if isinstance(ref, Mapping))
 
