@@ -135,6 +135,12 @@ class SchedulerConfig:
     eviction_mode: str = "delete"  # on a cluster: delete the pod, or "eviction" through the Eviction API
 
 
+def _triple(row: Vector) -> Triple:
+    """A queue-space vector as Python floats (one C call: `tolist`)."""
+    first, second, third = row.tolist()
+    return (first, second, third)
+
+
 _STATUS = operator.attrgetter("status")
 _NODE = operator.attrgetter("node")
 _GPU_GROUPS = operator.attrgetter("gpu_groups")
@@ -257,18 +263,12 @@ class Session:
         self._queue_order_set = True
 
     def allocated_triple(self, queue: int) -> Triple:
-        row = self.queue_allocated[queue]
-        return (float(row[0]), float(row[1]), float(row[2]))
+        return _triple(self.queue_allocated[queue])
 
     def allocation_key(self, queue: int, job: Job) -> tuple[object, ...]:
         """The queue's place in the allocation order, with `job` as the job it would start next."""
-        request = self.attempt_request(job)
         return self.queue_order.key(
-            self,
-            queue,
-            self.allocated_triple(queue),
-            (float(request[0]), float(request[1]), float(request[2])),
-            NOTHING,
+            self, queue, _triple(self.queue_allocated[queue]), _triple(self.attempt_request(job)), NOTHING
         )
 
     def job_key(self, job: Job) -> tuple[object, ...]:
