@@ -70,10 +70,16 @@ def _key(obj: Mapping[str, Any], namespace: str) -> model.ObjectKey:
 
 
 def facts(
-    state: ClusterState, config: SchedulerConfig, pods: Iterable[tuple[str, str | None]] | None = None
+    state: ClusterState,
+    config: SchedulerConfig,
+    pods: Iterable[tuple[str, str | None]] | None = None,
+    *,
+    owners: bool = True,
 ) -> model.Facts:
     """The facts of the cluster state as it is now, for the given pods: (namespace/name, PodGroup name or
-    None) pairs, and their PodGroups; by default every pod of ours and every PodGroup."""
+    None) pairs, and their PodGroups; by default every pod of ours and every PodGroup. With
+    `owners=False` the pods' top owners (which only a fix's patches need) are left out, and an owner
+    chain is walked only where a queue label may be missing."""
     grouper_config = config_for(config.queue_label_key, state.priority_class_objects())
     groups: set[str] | None = None  # the PodGroups whose facts are wanted; None: all
     if pods is None:
@@ -99,14 +105,17 @@ def facts(
     missing_label: set[str] = set()  # PodGroups (namespace/name) a pod of which says the label is missing
     for key, podgroup in pods:
         namespace, name = key.split("/", 1)
+        group = f"{namespace}/{podgroup}"
+        if not owners and (group not in defaulted or group in missing_label):
+            continue
         raw = state.lookup(namespace, "v1", "Pod", name)
         if raw is None:
             continue
         chain = top_owner.owner_chain(pod=raw, lookup=state.lookup)
         if isinstance(chain, grouper_model.GroupingError):
             continue
-        pod_owners[key] = _key(chain.top_owner, namespace)
-        group = f"{namespace}/{podgroup}"
+        if owners:
+            pod_owners[key] = _key(chain.top_owner, namespace)
         if (
             podgroup is not None
             and group in defaulted
@@ -149,19 +158,28 @@ def cycle_explanations(
     waiting = engine.waiting_jobs(session)
     if not waiting:
         return {}
-    return engine.explain_cycle(cycle_context(state, config, snapshot, session, waiting), waiting).explanations
+    dry_runs = engine.cycle_dry_runs(snapshot)
+    ctx = cycle_context(state, config, snapshot, session, waiting, owners=dry_runs > 0)
+    return engine.explain_cycle(ctx, waiting, dry_runs=dry_runs).explanations
 
 
 def cycle_context(
-    state: ClusterState, config: SchedulerConfig, snapshot: Snapshot, session: Session, chosen: Sequence[Job]
+    state: ClusterState,
+    config: SchedulerConfig,
+    snapshot: Snapshot,
+    session: Session,
+    chosen: Sequence[Job],
+    *,
+    owners: bool = True,
 ) -> analysis.Context:
     """What `engine.explain_cycle` reads for the chosen jobs: the facts of their pods only (a cycle's
-    cost does not grow with the pods that do not wait). Reads the cluster state: an adapter whose
-    state changes under it calls this where it is not changing (kai run: on its event loop)."""
+    cost does not grow with the pods that do not wait); `owners=False` for a cycle that runs no dry
+    run, where no fix is searched and so no patch made (see `facts`). Reads the cluster state: an
+    adapter whose state changes under it calls this where it is not changing (kai run: on its event
+    loop)."""
     pods = [(snapshot.tasks[t].key, job.name) for job in chosen for t in job.tasks]
-    return engine.context(
-        snapshot=snapshot, config=config, session=session, facts=facts(state, config, pods), thorough=False
-    )
+    found = facts(state, config, pods, owners=owners)
+    return engine.context(snapshot=snapshot, config=config, session=session, facts=found, thorough=False)
 
 
 @dataclasses.dataclass(slots=True)

@@ -321,13 +321,10 @@ class Scheduler:
         standing, chosen = self.explainer.plan(version, waiting, busy=busy)
         if standing is not None:
             return standing
-        ctx = explaining.cycle_context(self.cache, self.config, snapshot, session, chosen)
+        dry_runs = self.explainer.dry_runs(snapshot, busy=busy)
+        ctx = explaining.cycle_context(self.cache, self.config, snapshot, session, chosen, owners=dry_runs > 0)
         found = await asyncio.to_thread(
-            engine.explain_cycle,
-            ctx,
-            chosen,
-            dry_runs=self.explainer.dry_runs(snapshot, busy=busy),
-            known=self.explainer.fixes.known(),
+            engine.explain_cycle, ctx, chosen, dry_runs=dry_runs, known=self.explainer.fixes.known()
         )
         return self.explainer.record(version, waiting, chosen, found)
 
