@@ -139,15 +139,20 @@ def _fits_at(session: Session, task: Task, nodes: npt.NDArray[np.int64]) -> tupl
 
 def _room(session: Session, task: Task, nodes: npt.NDArray[np.int64] | slice) -> tuple[BoolVector, BoolVector]:
     """Whether the task's request fits the idle resources of `nodes` (now), and idle plus releasing (later)."""
-    idle = session.idle[nodes]
-    return _room_for(idle, task.request), _room_for(idle + session.releasing[nodes], task.request)
+    asked = np.flatnonzero(task.request > 0)  # only these columns are read: `_room_for`'s rule
+    need = task.request[asked]
+    idle = session.idle[nodes][:, asked]
+    return _room_for(idle, need), _room_for(idle + session.releasing[nodes][:, asked], need)
 
 
 def _room_for(free: Matrix | Vector, request: Vector) -> BoolVector:
     """Whether `request` fits `free` (one node's row, or rows [nodes, resources]). As kube-scheduler: only
     the resources asked for are checked (an overcommitted resource the task does not use does not rule a
     node out)."""
-    fits: BoolVector = np.asarray(((free >= request - EPS) | ~(request > 0)).all(axis=-1))
+    asked = request > 0
+    if not asked.all():
+        free, request = free[..., asked], request[asked]
+    fits: BoolVector = np.asarray((free >= request - EPS).all(axis=-1))
     return fits
 
 
