@@ -29,7 +29,7 @@ from kai.api.podgroup import PodGroup
 from kai.api.priority import PriorityClass, default_priority_class
 from kai.api.queue import Queue, QueueResource
 from kai.core.model import TaskStatus
-from kai.core.snapshot_builder import PodState
+from kai.core.snapshot_builder import BuiltSnapshot, PodState, build_snapshot
 
 GPUS_PER_NODE = 8
 NODE_ALLOCATABLE = {"cpu": 128000.0, "memory": float(1024 * 2**30), "nvidia.com/gpu": 8.0, "pods": 110.0}
@@ -45,6 +45,18 @@ class Cluster:
     podgroups: list[PodGroup]
     pods: list[PodState]
     priority_classes: dict[str, PriorityClass]
+
+    def built(self, now: float = NOW) -> BuiltSnapshot:
+        """The snapshot builder's result for this cluster at `now` (no foreign pods)."""
+        return build_snapshot(
+            now=now,
+            nodes=self.nodes,
+            pods=self.pods,
+            foreign_pods=[],
+            podgroups=self.podgroups,
+            queues=self.queues,
+            priority_classes=self.priority_classes,
+        )
 
     @property
     def running(self) -> int:

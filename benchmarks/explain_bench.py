@@ -29,10 +29,9 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from benchmarks.clusters import NOW, Cluster, allocate_cluster
+from benchmarks.clusters import Cluster, allocate_cluster
 from kai.cluster import explaining
 from kai.core.session import SchedulerConfig
-from kai.core.snapshot_builder import build_snapshot
 from kai.explain import analysis, engine, model
 from kai.scheduler.cycle import run_actions
 
@@ -74,15 +73,7 @@ def _facts(cluster: Cluster) -> model.Facts:
 
 def measure(*, nodes: int, pods: int, largest: int = 64, rest_seconds: float = 10.0) -> dict[str, float]:
     cluster = allocate_cluster(nodes=nodes, pods=pods, largest=largest)
-    built = build_snapshot(
-        now=NOW,
-        nodes=cluster.nodes,
-        pods=cluster.pods,
-        foreign_pods=[],
-        podgroups=cluster.podgroups,
-        queues=cluster.queues,
-        priority_classes=cluster.priority_classes,
-    )
+    built = cluster.built()
     config = SchedulerConfig()
     facts = _facts(cluster)
     t = time.process_time()

@@ -12,9 +12,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from benchmarks.clusters import NOW, Cluster, allocate_cluster, reclaim_cluster
+from benchmarks.clusters import Cluster, allocate_cluster, reclaim_cluster
 from kai.core.session import SchedulerConfig
-from kai.core.snapshot_builder import build_snapshot
 from kai.scheduler import registry
 from kai.scheduler.cycle import open_session
 
@@ -38,15 +37,7 @@ class Row:
 def measure(name: str, cluster: Cluster) -> Row:
     row = Row(cluster=name, nodes=len(cluster.nodes), pods=len(cluster.pods), pending_jobs=cluster.pending_jobs)
     start = time.process_time()
-    built = build_snapshot(
-        now=NOW,
-        nodes=cluster.nodes,
-        pods=cluster.pods,
-        foreign_pods=[],
-        podgroups=cluster.podgroups,
-        queues=cluster.queues,
-        priority_classes=cluster.priority_classes,
-    )
+    built = cluster.built()
     row.seconds["snapshot"] = time.process_time() - start
     config = SchedulerConfig()
     start = time.process_time()

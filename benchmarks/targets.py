@@ -26,9 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from benchmarks import apiserver, binding, explain_bench, kairun
-from benchmarks.clusters import NOW, Cluster, allocate_manifests, reclaim_cluster, starving_cluster
+from benchmarks.clusters import Cluster, allocate_manifests, reclaim_cluster, starving_cluster
 from kai.core.session import SchedulerConfig
-from kai.core.snapshot_builder import build_snapshot
 from kai.scheduler.cycle import run_cycle
 
 TRACE_DIR = pathlib.Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "alibaba-gpu-v2023"
@@ -106,15 +105,7 @@ def run_kai(args: list[str], *, stdout: pathlib.Path) -> tuple[float, float]:
 
 def cycle_seconds(cluster: Cluster) -> tuple[float, float, int]:
     """One full cycle (all actions) on the cluster: (wall seconds, CPU seconds, evictions + placements)."""
-    built = build_snapshot(
-        now=NOW,
-        nodes=cluster.nodes,
-        pods=cluster.pods,
-        foreign_pods=[],
-        podgroups=cluster.podgroups,
-        queues=cluster.queues,
-        priority_classes=cluster.priority_classes,
-    )
+    built = cluster.built()
     gc.collect()  # the garbage of earlier measurements is not this cycle's to collect
     wall, cpu = time.perf_counter(), time.process_time()
     result = run_cycle(built.snapshot, SchedulerConfig())

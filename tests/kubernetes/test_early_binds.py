@@ -13,11 +13,10 @@ import random
 from typing import Any
 
 import pytest
-from benchmarks.clusters import NOW, Cluster, allocate_cluster, reclaim_cluster
+from benchmarks.clusters import Cluster, allocate_cluster, reclaim_cluster
 
 from kai.core.decisions import Kind, Placement
 from kai.core.session import SchedulerConfig, Session
-from kai.core.snapshot_builder import build_snapshot
 from kai.kubernetes.early_binds import EarlyBinds
 from kai.scheduler.cycle import close_session, run_actions, run_cycle
 
@@ -44,15 +43,7 @@ CLUSTERS: dict[str, Any] = {
 
 
 def _snapshot(cluster: Cluster) -> Any:
-    return build_snapshot(
-        now=NOW,
-        nodes=cluster.nodes,
-        pods=cluster.pods,
-        foreign_pods=[],
-        podgroups=cluster.podgroups,
-        queues=cluster.queues,
-        priority_classes=cluster.priority_classes,
-    ).snapshot
+    return cluster.built().snapshot
 
 
 @pytest.mark.parametrize("name", sorted(CLUSTERS))

@@ -11,7 +11,6 @@ from benchmarks.clusters import NOW, reclaim_cluster, starving_cluster
 from kai.core.decisions import CycleResult, HopelessSearches, SearchReport
 from kai.core.model import Snapshot
 from kai.core.session import SchedulerConfig
-from kai.core.snapshot_builder import build_snapshot
 from kai.scheduler.clock_rules import MARGIN, next_clock_event
 from kai.scheduler.cycle import open_session, run_cycle
 
@@ -24,15 +23,7 @@ def _snapshot(cluster_name: str, *, now: float = NOW) -> Snapshot:
         if cluster_name == "starving"
         else reclaim_cluster(nodes=30, queues=5, seed=3)
     )
-    return build_snapshot(
-        now=now,
-        nodes=cluster.nodes,
-        pods=cluster.pods,
-        foreign_pods=[],
-        podgroups=cluster.podgroups,
-        queues=cluster.queues,
-        priority_classes=cluster.priority_classes,
-    ).snapshot
+    return cluster.built(now).snapshot
 
 
 def _decisions(result: CycleResult) -> dict[str, object]:

@@ -12,7 +12,7 @@ import gc
 import weakref
 
 import pytest
-from benchmarks.clusters import NOW, reclaim_cluster
+from benchmarks.clusters import reclaim_cluster
 
 from kai.actions.common import victim_steps, victims
 from kai.actions.common.victim_steps import VictimSteps
@@ -20,7 +20,6 @@ from kai.actions.common.victims import VictimPool
 from kai.core.decisions import CycleResult
 from kai.core.model import Snapshot
 from kai.core.session import SchedulerConfig, Session
-from kai.core.snapshot_builder import build_snapshot
 from kai.scheduler.cycle import close_session, open_session, run_actions, run_cycle
 
 CLUSTERS = [
@@ -33,15 +32,7 @@ CLUSTERS = [
 
 def _snapshot(spec: dict[str, int]) -> Snapshot:
     cluster = reclaim_cluster(**spec)
-    return build_snapshot(
-        now=NOW,
-        nodes=cluster.nodes,
-        pods=cluster.pods,
-        foreign_pods=[],
-        podgroups=cluster.podgroups,
-        queues=cluster.queues,
-        priority_classes=cluster.priority_classes,
-    ).snapshot
+    return cluster.built().snapshot
 
 
 def _walked(session: Session, queues: list[int], below: int | None) -> list[tuple[int, tuple[int, ...], bool]]:
