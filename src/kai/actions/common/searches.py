@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kai.core.decisions import HopelessSearches, SearchKey, SearchReport
 from kai.core.session import Session
@@ -32,27 +32,16 @@ class BudgetExhausted(Exception):
 
 @dataclass(slots=True)
 class _Action:
-    """One action's budget and counts so far (see `SearchReport`)."""
+    """One action's budget, and its counts so far as the report the cycle will return."""
 
     limit: int
-    solved: int = 0
-    failed: int = 0
-    remembered: int = 0
-    not_attempted: int = 0
-    scenarios: int = 0
-    budget_exhausted: bool = False
+    counts: SearchReport
     spent: int = 0  # scenarios of the current attempt
 
-    def report(self, action: str) -> SearchReport:
-        return SearchReport(
-            action=action,
-            solved=self.solved,
-            failed=self.failed,
-            remembered=self.remembered,
-            not_attempted=self.not_attempted,
-            scenarios=self.scenarios,
-            budget_exhausted=self.budget_exhausted,
-        )
+    def count(self, **more: int) -> None:
+        """Add to the named counters of the report."""
+        counts = self.counts
+        self.counts = replace(counts, **{name: getattr(counts, name) + n for name, n in more.items()})
 
 
 @dataclass(slots=True)
@@ -84,7 +73,9 @@ def begin(session: Session, action: str) -> None:
     book = _book(session)
     if action not in book.actions:
         budgets = session.config.max_action_scenarios
-        book.actions[action] = _Action(limit=budgets.get(action, budgets.get(DEFAULT, 0)))
+        book.actions[action] = _Action(
+            limit=budgets.get(action, budgets.get(DEFAULT, 0)), counts=SearchReport(action=action)
+        )
 
 
 def charge(session: Session, action: str) -> None:
@@ -92,9 +83,9 @@ def charge(session: Session, action: str) -> None:
     entry = _book(session).actions.get(action)
     if entry is None:
         return  # a search outside the job loops: no budget
-    if entry.limit and entry.scenarios >= entry.limit:
+    if entry.limit and entry.counts.scenarios >= entry.limit:
         raise BudgetExhausted(action)
-    entry.scenarios += 1
+    entry.count(scenarios=1)
     entry.spent += 1
 
 
@@ -111,11 +102,11 @@ def remembered_cost(session: Session, key: SearchKey) -> int | None:
 def affordable(session: Session, action: str, cost: int) -> bool:
     """Would the action's budget cover `cost` more scenarios?"""
     entry = _book(session).actions[action]
-    return not entry.limit or entry.scenarios + cost <= entry.limit
+    return not entry.limit or entry.counts.scenarios + cost <= entry.limit
 
 
 def solved(session: Session, action: str) -> None:
-    _book(session).actions[action].solved += 1
+    _book(session).actions[action].count(solved=1)
 
 
 def failed(session: Session, key: SearchKey, *, remembered: int | None = None) -> None:
@@ -124,21 +115,20 @@ def failed(session: Session, key: SearchKey, *, remembered: int | None = None) -
     entry = book.actions[key[0]]
     if remembered is not None:
         entry.spent = remembered
-        entry.scenarios += remembered
-        entry.remembered += 1
-    entry.failed += 1
+        entry.count(scenarios=remembered, remembered=1)
+    entry.count(failed=1)
     book.failed[key] = entry.spent
 
 
 def exhausted(session: Session, action: str, *, left: int) -> None:
     """The budget ran out during an attempt; `left` jobs (that one included) were not searched."""
     entry = _book(session).actions[action]
-    entry.not_attempted += left
-    entry.budget_exhausted = True
+    entry.count(not_attempted=left)
+    entry.counts = replace(entry.counts, budget_exhausted=True)
 
 
 def reports(session: Session) -> tuple[SearchReport, ...]:
-    return tuple(entry.report(action) for action, entry in _book(session).actions.items())
+    return tuple(entry.counts for entry in _book(session).actions.values())
 
 
 def hopeless(session: Session, *, until: Callable[[Session], float]) -> HopelessSearches:
