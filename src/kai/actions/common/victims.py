@@ -192,6 +192,7 @@ class VictimPool:
         alive = np.bincount(memo.task_job[np.isin(session.status, _ALIVE)], minlength=len(session.snapshot.jobs))
         order_tasks, status, plans = session.job_order_tasks, session.status, self._plans
         whole: list[tuple[Job, bytes]] = []
+        elastic: list[tuple[Job, bytes]] = []
         for job in jobs:
             j = job.index
             state = status[order_tasks[j]].tobytes()
@@ -200,12 +201,19 @@ class VictimPool:
                 continue
             if not candidate[j]:
                 plans[j] = (state, ())
-            elif alive[j] <= job.min_member and not memo.job_shared[j]:
+            elif memo.job_shared[j]:
+                plans[j] = (state, _plan(session, job))
+            elif alive[j] <= job.min_member:
                 whole.append((job, state))
+            elif _simple_elastic(job, int(alive[j])):
+                elastic.append((job, state))
             else:
                 plans[j] = (state, _plan(session, job))
         if whole:
             for (job, state), plan in zip(whole, _whole_plans(session, [job for job, _ in whole]), strict=True):
+                self._plans[job.index] = (state, plan)
+        if elastic:
+            for (job, state), plan in zip(elastic, _elastic_plans(session, [job for job, _ in elastic]), strict=True):
                 self._plans[job.index] = (state, plan)
 
     def units(
@@ -292,12 +300,25 @@ def _plan(session: Session, job: Job) -> tuple[PlanStep, ...]:
 def _whole_plans(session: Session, jobs: Sequence[Job]) -> list[tuple[PlanStep, ...]]:
     """`_plan` of candidate jobs at or below their gang minimum, sharing no GPU: one step each, every
     running pod at once, computed for all of them together (the same sums, in the same order)."""
-    memo = _memo(session)
+    tasks, owner = _running_of(session, jobs)
+    return [(step,) for step in _whole_steps(session, jobs, tasks, owner)]
+
+
+def _running_of(session: Session, jobs: Sequence[Job]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The jobs' running pods in task order, job after job, and each one's place in `jobs`."""
     orders = [session.job_order_tasks[job.index] for job in jobs]
     tasks = np.concatenate(orders)
     owner = np.repeat(np.arange(len(jobs), dtype=np.int64), [len(o) for o in orders])
     running = session.status[tasks] == TaskStatus.RUNNING
-    tasks, owner = tasks[running], owner[running]
+    return tasks[running], owner[running]
+
+
+def _whole_steps(
+    session: Session, jobs: Sequence[Job], tasks: npt.NDArray[np.int64], owner: npt.NDArray[np.int64]
+) -> list[PlanStep]:
+    """One whole step per job: its pods among `tasks` (task order, job after job; `owner`: each one's place
+    in `jobs`) evicted at once, what they hold and free per node added up in task order, as `_step` does."""
+    memo = _memo(session)
     # what each job holds: its pods' charges added up in task order, as `charge[running].sum(axis=0)`
     holds = np.zeros((len(jobs), 3))
     np.add.at(holds, owner, session.task_charge[tasks])
@@ -313,15 +334,75 @@ def _whole_plans(session: Session, jobs: Sequence[Job]) -> list[tuple[PlanStep, 
     task_list: list[int] = tasks.tolist()
     node_list: list[int] = (pairs % nodes_count).tolist()
     held = holds.tolist()
-    plans: list[tuple[PlanStep, ...]] = []
+    steps: list[PlanStep] = []
     for k, job in enumerate(jobs):
         a, b = int(pair_starts[k]), int(pair_starts[k + 1])
         h = held[k]
         unit = VictimUnit(job=job.index, tasks=tuple(task_list[task_starts[k] : task_starts[k + 1]]), whole=True)
-        step = PlanStep(
-            unit=unit, holds=(h[0], h[1], h[2]), requeue=None, nodes=tuple(node_list[a:b]), frees=frees[a:b]
+        steps.append(
+            PlanStep(unit=unit, holds=(h[0], h[1], h[2]), requeue=None, nodes=tuple(node_list[a:b]), frees=frees[a:b])
         )
-        plans.append((step,))
+    return steps
+
+
+LONGEST_ELASTIC = 64  # elastic jobs with more running pods are planned one by one
+
+
+def _gang_floor(job: Job) -> int:
+    """For a job with one podset and no subgroup tree: the alive pods below which `_surplus_task` finds
+    no surplus pod (both the job's and the podset's minimum must stay met)."""
+    return max(job.min_member, job.podsets[0].min_available)
+
+
+def _simple_elastic(job: Job, alive: int) -> bool:
+    """Is the job's plan one `_elastic_plans` makes: one podset, no subgroup tree, above a floor of at
+    least one pod, and not too many pods to plan together."""
+    if job.subgroup_sets or len(job.podsets) != 1:
+        return False
+    return _gang_floor(job) >= 1 and alive <= LONGEST_ELASTIC
+
+
+def _elastic_plans(session: Session, jobs: Sequence[Job]) -> list[tuple[PlanStep, ...]]:
+    """`_plan` of candidate jobs above their gang minimum (`_simple_elastic`, sharing no GPU), computed
+    together: with one podset, the surplus pods are the last running ones in task order, one step each,
+    down to the floor (`_gang_floor`); the rest goes at once. What a step holds is what the pods still
+    running hold, added up in task order (a cumulative sum per job, as `charge[running].sum(axis=0)`)."""
+    memo = _memo(session)
+    tasks, owner = _running_of(session, jobs)
+    starts = np.searchsorted(owner, np.arange(len(jobs) + 1))
+    counts = np.diff(starts)
+    floors = np.array([_gang_floor(job) for job in jobs], dtype=np.int64)
+    # per job, its running pods' charges in task order, padded, summed cumulatively (sequentially)
+    place = np.arange(tasks.size, dtype=np.int64) - starts[owner]
+    padded = np.zeros((len(jobs), int(counts.max()), 3))
+    padded[owner, place] = session.task_charge[tasks]
+    held = np.cumsum(padded, axis=1).tolist()
+    # the rest, at once: the first `floor` running pods of each job
+    kept = place < floors[owner]
+    finals = _whole_steps(session, jobs, tasks[kept], owner[kept])
+    task_list: list[int] = tasks.tolist()
+    node_list: list[int] = session.node[tasks].tolist()
+    requests = memo.requests[tasks]
+    requests.flags.writeable = False
+    plans: list[tuple[PlanStep, ...]] = []
+    for k, job in enumerate(jobs):
+        start, count, floor = int(starts[k]), int(counts[k]), int(floors[k])
+        sums = held[k]
+        steps: list[PlanStep] = []
+        for alive in range(count, floor, -1):  # the surplus pods, the last running one first
+            t = start + alive - 1
+            h = sums[alive - 1]
+            steps.append(
+                PlanStep(
+                    unit=VictimUnit(job=job.index, tasks=(task_list[t],), whole=False),
+                    holds=(h[0], h[1], h[2]),
+                    requeue=(job.priority, _bucket(job, alive - 1), -job.creation, -job.index),
+                    nodes=(node_list[t],),
+                    frees=requests[t : t + 1],
+                )
+            )
+        steps.append(finals[k])
+        plans.append(tuple(steps))
     return plans
 
 
