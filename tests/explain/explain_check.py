@@ -14,6 +14,7 @@ A case is a directory with `manifests.yaml` and `expect.yaml`:
                                              # queue, afterFix: the queue a fix would move it to
         estimatedStart: null
         estimate: none: it does not start unless something changes
+        estimateAfterFix: null               # the fix the estimate assumes made now (its change)
         text: |                              # the whole text output (golden), optional
           ...
 
@@ -50,7 +51,7 @@ def explain(case: pathlib.Path, target: list[str], flags: list[str], fmt: str) -
 
 def diff(doc: dict[str, Any], want: dict[str, Any]) -> list[str]:
     problems = []
-    for key in ("phase", "reason", "estimatedStart", "estimate", "message"):
+    for key in ("phase", "reason", "estimatedStart", "estimate", "estimateAfterFix", "message"):
         if key in want and doc[key] != want[key]:
             problems.append(f"{key}: {doc[key]!r} (want {want[key]!r})")
     for key, value in (want.get("evidence") or {}).items():

@@ -23,7 +23,7 @@ the condition that starts it (`live_estimates`).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from kai.actions.allocate import UNSCHEDULABLE
@@ -40,8 +40,9 @@ from kai.podgrouper import queues, top_owner
 
 DEFAULT_QUEUE = "default-queue"
 
-# (PodGroup namespace/name, ...) -> per PodGroup: (estimated start or None, how it was estimated)
-Estimator = Callable[[Collection[str]], Mapping[str, tuple[float | None, str]]]
+# the waiting jobs' explanations -> per PodGroup namespace/name: when it would start (an adapter that
+# simulates forward may assume a job's first fix made now, where it does not start without one)
+Estimator = Callable[[Sequence[model.Explanation]], Mapping[str, model.Estimate]]
 
 # What starts a waiting job, by its dominant reason, where no simulation can give a time.
 STARTS_WHEN = {
@@ -305,20 +306,18 @@ def _owner(pg: api_podgroup.PodGroup) -> model.ObjectKey | None:
     )
 
 
-def live_estimates(explanations: Mapping[str, model.Explanation]) -> Estimator:
-    """On a live cluster there are no durations to simulate with: no time, the condition that starts it."""
-
-    def estimate(keys: Collection[str]) -> dict[str, tuple[float | None, str]]:
-        out: dict[str, tuple[float | None, str]] = {}
-        for key in keys:
-            dominant = explanations[key].reason if key in explanations else None
-            if dominant is None or dominant.never or dominant.token not in STARTS_WHEN:
-                out[key] = (None, "none: it does not start unless something changes")
-            else:
-                out[key] = (None, f"no time on a live cluster; it starts {STARTS_WHEN[dominant.token]}")
-        return out
-
-    return estimate
+def live_estimates(explanations: Sequence[model.Explanation]) -> dict[str, model.Estimate]:
+    """On a live cluster there are no durations to simulate with: no time, the condition that starts it
+    (an `Estimator`)."""
+    out: dict[str, model.Estimate] = {}
+    for expl in explanations:
+        dominant = expl.reason
+        if dominant is None or dominant.never or dominant.token not in STARTS_WHEN:
+            out[expl.key] = model.Estimate(start=None, text="none: it does not start unless something changes")
+        else:
+            text = f"no time on a live cluster; it starts {STARTS_WHEN[dominant.token]}"
+            out[expl.key] = model.Estimate(start=None, text=text)
+    return out
 
 
 def podgroup_key(snapshot: Snapshot, key: str) -> str:
@@ -337,8 +336,13 @@ def podgroup_key(snapshot: Snapshot, key: str) -> str:
 def _estimated(expl: model.Explanation, estimate: Estimator) -> model.Explanation:
     if expl.phase not in (model.PENDING, model.PIPELINED) or not expl.reasons:
         return expl
-    start, text = estimate([expl.key])[expl.key]
-    return dataclasses.replace(expl, estimated_start=start, estimate=text)
+    return _with_estimate(expl, estimate([expl])[expl.key])
+
+
+def _with_estimate(expl: model.Explanation, found: model.Estimate) -> model.Explanation:
+    return dataclasses.replace(
+        expl, estimated_start=found.start, estimate=found.text, estimate_after_fix=found.after_fix
+    )
 
 
 def podgroup_document(ctx: analysis.Context, key: str, estimate: Estimator) -> dict[str, Any]:
@@ -355,8 +359,7 @@ def queue_document(ctx: analysis.Context, name: str, estimate: Estimator) -> dic
         raise NotFound(f"queue {name} does not exist")
     explanations = engine.explain(ctx)
     waiting = [k for k, e in explanations.items() if e.phase in (model.PENDING, model.PIPELINED) and e.reasons]
-    estimates = estimate(waiting)
+    estimates = estimate([explanations[key] for key in waiting])
     for key in waiting:
-        start, text = estimates[key]
-        explanations[key] = dataclasses.replace(explanations[key], estimated_start=start, estimate=text)
+        explanations[key] = _with_estimate(explanations[key], estimates[key])
     return queue_views.queue_document(ctx, name, explanations)

@@ -132,6 +132,17 @@ class Position:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class Estimate:
+    """When a waiting job would start, as the adapter tells it: a time (None when there is none), how
+    it was estimated (or why there is none), and the fix it assumes made now (its `change`; None when
+    the job starts as things are)."""
+
+    start: float | None
+    text: str
+    after_fix: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Explanation:
     """Everything `kai explain` says about one PodGroup (the pod view is built on it)."""
 
@@ -145,6 +156,7 @@ class Explanation:
     position: Position | None
     estimated_start: float | None = None
     estimate: str = ""
+    estimate_after_fix: str | None = None  # the fix the estimate assumes made now (its change), if any
 
     @property
     def key(self) -> str:

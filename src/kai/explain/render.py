@@ -82,6 +82,8 @@ def podgroup_document(expl: model.Explanation, *, kind: str = "PodGroup", name: 
         else None,
         "estimatedStart": format_timestamp(expl.estimated_start) if expl.estimated_start is not None else None,
         "estimate": expl.estimate,
+        # the fix the estimate assumes made now (its change), when the job does not start without one
+        "estimateAfterFix": expl.estimate_after_fix,
     }
 
 
@@ -118,6 +120,7 @@ def _ungrouped_pod_document(
         "position": None,
         "estimatedStart": None,
         "estimate": estimate,
+        "estimateAfterFix": None,
     }
 
 

@@ -96,7 +96,7 @@ def dry_cycle(cache: ClusterCache, config: SchedulerConfig, *, now: float) -> an
 
 def explain_document(cache: ClusterCache, ctx: analysis.Context, kind: str, target: str) -> dict[str, Any]:
     """The `kai explain` document of a PodGroup, pod or queue on the live cluster."""
-    estimate = explaining.live_estimates(engine.explain(ctx, budget=0))
+    estimate = explaining.live_estimates
     if kind == "queue":
         return explaining.queue_document(ctx, target, estimate)
     if kind == "podgroup":
@@ -133,5 +133,6 @@ def explain_document(cache: ClusterCache, ctx: analysis.Context, kind: str, targ
             position=None,
             estimatedStart=None,
             estimate="",
+            estimateAfterFix=None,
         )
     return doc

@@ -4,14 +4,14 @@ with estimated starts from simulating forward, and the pod view (where a pod run
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Sequence
 from typing import Any
 
 from kai.api.fields import format_timestamp
 from kai.api.podgroup import workload_of
 from kai.cluster import explaining
 from kai.core.model import TaskStatus
-from kai.explain import analysis, engine, render
+from kai.explain import analysis, engine, model, render
 from kai.sim import forecast
 from kai.sim.engine import SCHEDULER_NAME, Simulation
 
@@ -37,9 +37,8 @@ def context(sim: Simulation) -> analysis.Context:
 def estimator(sim: Simulation, *, horizon: float) -> explaining.Estimator:
     """Estimated starts by simulating forward on a copy of the simulation (`kai.sim.forecast`)."""
 
-    def estimate(keys: Collection[str]) -> dict[str, tuple[float | None, str]]:
-        found = forecast.estimate_starts(sim, keys, horizon=horizon)
-        return {key: (e.start, e.text) for key, e in found.items()}
+    def estimate(explanations: Sequence[model.Explanation]) -> dict[str, model.Estimate]:
+        return forecast.estimate_starts(sim, explanations, horizon=horizon)
 
     return estimate
 
@@ -90,6 +89,7 @@ def pod(sim: Simulation, key: str, *, horizon: float) -> dict[str, Any]:
         "position": None,
         "estimatedStart": None,
         "estimate": "",
+        "estimateAfterFix": None,
     }
 
 
@@ -105,6 +105,7 @@ def _settled(sim: Simulation, key: str, doc: dict[str, Any]) -> dict[str, Any]:
         "position": None,
         "estimatedStart": None,
         "estimate": "",
+        "estimateAfterFix": None,
     }
     if found.status == TaskStatus.RELEASING:
         eviction = next((e for e in reversed(sim.totals.evictions) if e.pod == key), None)

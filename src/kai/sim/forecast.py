@@ -5,37 +5,82 @@ for their `sim.kai.scheduler/duration`, evicted pods terminate over their grace 
 first cycle in which a workload's gang is bound is its estimated start. The events of that cycle
 (pods that finished or were deleted) are what start it. A fork that goes idle first leaves the
 workload waiting either on pods that never end (no duration) or until something changes.
+
+A workload that does not start as things are gets the start it would have once its first verified
+fix is made now: another fork, with the fix's merge patches applied (`kai.sim.patching`), simulated
+forward the same way. Each such workload costs one more fork, so a view that estimates many of them
+(`kai explain queue`) simulates the first `AFTER_FIX_FORKS` in line and says so of the others.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from dataclasses import dataclass
+from collections.abc import Sequence
 
 from kai.api.fields import format_timestamp
 from kai.api.podgroup import format_duration
 from kai.core.model import TaskStatus
 from kai.explain import analysis, model, words
+from kai.sim import patching
 from kai.sim.engine import EventRecord, Simulation
 
 FINISHED = {"Completed": ("finishes", "finish"), "Killing": ("terminates", "terminate")}  # one pod, several
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Estimate:
-    start: float | None  # virtual time of the cycle that starts it; None when there is none
-    text: str  # how the estimate was made, or why there is none
+AFTER_FIX_FORKS = 8  # forks one estimate call may spend on starts after a fix
+NEVER = "none: it does not start unless something changes"
+NO_FIX = "no single change was found that makes it run"
 
 
-def estimate_starts(sim: Simulation, podgroups: Collection[str], *, horizon: float) -> dict[str, Estimate]:
-    """Estimated starts of the given PodGroups (namespace/name) within `horizon` seconds from now."""
-    if not podgroups:
+def estimate_starts(
+    sim: Simulation, explanations: Sequence[model.Explanation], *, horizon: float
+) -> dict[str, model.Estimate]:
+    """Estimated starts of the given waiting PodGroups within `horizon` seconds from now; for one that
+    does not start as things are, the start once its first fix is made now (if it has one)."""
+    if not explanations:
         return {}
-    fork = sim.fork()
-    begin = fork.now
-    remaining = set(podgroups)
     names = _workload_names(sim)
-    out: dict[str, Estimate] = {}
+    plain = _forward(sim.fork(), {e.key for e in explanations}, horizon=horizon, names=names)
+    out: dict[str, model.Estimate] = {}
+    forks = AFTER_FIX_FORKS
+    for expl in explanations:
+        found = plain[expl.key]
+        if found.start is not None:
+            out[expl.key] = found
+        elif not expl.suggestions:
+            out[expl.key] = model.Estimate(start=None, text=f"{found.text}; {NO_FIX}")
+        elif forks <= 0:
+            fix = expl.suggestions[0].change
+            text = f"{found.text}; its start after its fix ({fix}) was not simulated (more than {AFTER_FIX_FORKS} here)"
+            out[expl.key] = model.Estimate(start=None, text=text)
+        else:
+            forks -= 1
+            out[expl.key] = _after_fix(sim, expl, found, horizon=horizon, names=names)
+    return out
+
+
+def _after_fix(
+    sim: Simulation, expl: model.Explanation, plain: model.Estimate, *, horizon: float, names: dict[str, str]
+) -> model.Estimate:
+    """The start once the first fix is made now (on a fork), and what happens without it."""
+    fix = expl.suggestions[0]
+    fork = sim.fork()
+    without = f"without it, {plain.text.removeprefix('none: ')}"
+    if not patching.apply_patches(fork, fix.patches):
+        return model.Estimate(start=None, text=f"{plain.text}; its fix ({fix.change}) could not be simulated")
+    found = _forward(fork, {expl.key}, horizon=horizon, names=names)[expl.key]
+    if found.start is None:
+        text = f"{found.text.removeprefix('none: ')} even after its fix ({fix.change}); {without}"
+        return model.Estimate(start=None, text=text, after_fix=fix.change)
+    when, _, events = found.text.partition(", once ")
+    text = f"{when} after its fix ({fix.change}){', once ' + events if events else ''}; {without}"
+    return model.Estimate(start=found.start, text=text, after_fix=fix.change)
+
+
+def _forward(fork: Simulation, keys: set[str], *, horizon: float, names: dict[str, str]) -> dict[str, model.Estimate]:
+    """Run the fork on until each of the PodGroups runs, it goes idle, or `horizon` seconds have passed."""
+    begin = fork.now
+    remaining = set(keys)
+    out: dict[str, model.Estimate] = {}
     seen = len(fork.totals.events)
     for _ in fork.cycles(cycles=None, until_idle=True, until=begin + horizon):
         assert fork.last_cycle is not None
@@ -46,11 +91,11 @@ def estimate_starts(sim: Simulation, podgroups: Collection[str], *, horizon: flo
         for job in snapshot.jobs:
             if job.key in remaining and analysis.phase(session, job) == model.RUNNING:
                 remaining.discard(job.key)
-                out[job.key] = Estimate(start=at, text=_starts_text(at, begin, fresh, names))
+                out[job.key] = model.Estimate(start=at, text=_starts_text(at, begin, fresh, names))
         if not remaining:
             break
     for key in sorted(remaining):
-        out[key] = Estimate(start=None, text=_no_start_text(fork, begin, horizon, names))
+        out[key] = model.Estimate(start=None, text=_no_start_text(fork, begin, horizon, names))
     return out
 
 
@@ -93,4 +138,4 @@ def _no_start_text(fork: Simulation, begin: float, horizon: float, names: dict[s
     )
     if endless:
         return f"unknown: waits on jobs with no duration ({words.listing(endless)})"
-    return "none: it does not start unless something changes"
+    return NEVER
