@@ -93,13 +93,14 @@ def _matches(document: dict[str, Any], patch: dict[str, Any]) -> bool:
 
 
 def patched_manifests(case: pathlib.Path, patches: list[dict[str, Any]]) -> str:
-    """The case's documents with the merge patches applied; every patch must find its document."""
+    """The case's documents with the merge patches applied; every patch must find its document (a
+    null patch deletes it: RFC 7386 makes the result null)."""
     documents = [d for d in yaml.safe_load_all((case / "manifests.yaml").read_text()) if d]
     for patch in patches:
-        hits = [i for i, d in enumerate(documents) if _matches(d, patch)]
+        hits = [i for i, d in enumerate(documents) if d is not None and _matches(d, patch)]
         assert len(hits) == 1, f"patch for {patch['kind']} {patch['name']} matches {len(hits)} documents"
         documents[hits[0]] = apply_merge_patch(documents[hits[0]], patch["mergePatch"])
-    return yaml.safe_dump_all(documents, sort_keys=False)
+    return yaml.safe_dump_all([d for d in documents if d is not None], sort_keys=False)
 
 
 def runs_after(
@@ -109,9 +110,21 @@ def runs_after(
     path = tmp / "patched.yaml"
     path.write_text(patched_manifests(case, suggestion["patches"]))
     out = json.loads(kai(["sim", "-f", str(path), *flags, "-o", "json"]))
-    group = next(
-        (g for g in out["podGroups"] if g["namespace"] == doc["namespace"] and g["name"] == doc["podGroup"]), None
-    )
+    name = doc["podGroup"]
+    if any(p["mergePatch"] is None for p in suggestion["patches"]):
+        # an object deleted from the input shifts the simulator's uids, which name derived PodGroups:
+        # find the workload's PodGroup through its pods' top owner
+        kind, workload = doc["workload"].split("/", 1)
+        name = next(
+            (
+                p["podGroup"]
+                for p in out["pods"]
+                if p["namespace"] == doc["namespace"]
+                and (p["owner"] or {"kind": "Pod", "name": p["name"]}) == {"kind": kind, "name": workload}
+            ),
+            name,
+        )
+    group = next((g for g in out["podGroups"] if g["namespace"] == doc["namespace"] and g["name"] == name), None)
     assert group is not None, f"PodGroup {doc['namespace']}/{doc['podGroup']} is gone after {suggestion['change']}"
     return bool(group["phase"] == "Running")
 

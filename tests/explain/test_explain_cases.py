@@ -1,5 +1,6 @@
 """`kai explain` scenario tables: reason, evidence, suggestions, position and estimate per case, the
-golden text of the common cases, and every suggestion applied to the input and run with `kai sim`."""
+golden text of the common cases, and every suggestion applied to the input and run with `kai sim`; a
+waiting PodGroup's message is the same in its condition, pods, events and the podgroups table."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.explain.explain_check import diff, explain, runs_after, sim_words
+from tests.explain.explain_check import diff, explain, kai, runs_after, sim_words
 
 CASES = sorted(p for p in (pathlib.Path(__file__).parent / "cases").iterdir() if (p / "expect.yaml").exists())
 
@@ -39,6 +40,8 @@ def test_explain(case: pathlib.Path, want: dict[str, Any], flags: list[str], tmp
         assert explain(case, want["target"], flags, "text") == want["text"]
     if doc["kind"] == "PodGroup" and doc["phase"] == "Pending":
         assert set(sim_words(case, doc, flags)) == {doc["message"]}
+        table = kai(["sim", "-f", str(case / "manifests.yaml"), *flags, "--show", "podgroups"])
+        assert " ".join(doc["message"].split()) in " ".join(table.split())
 
 
 def test_same_input_same_output() -> None:

@@ -76,11 +76,15 @@ def facts(
     pods: Iterable[tuple[str, str | None]] | None = None,
     *,
     owners: bool = True,
+    pod_end: model.PodEnd = model.no_known_end,
+    lazy_owners: bool = False,
 ) -> model.Facts:
     """The facts of the cluster state as it is now, for the given pods: (namespace/name, PodGroup name or
     None) pairs, and their PodGroups; by default every pod of ours and every PodGroup. With
     `owners=False` the pods' top owners (which only a fix's patches need) are left out, and an owner
-    chain is walked only where a queue label may be missing."""
+    chain is walked only where a queue label may be missing. With `lazy_owners` (an adapter whose
+    state does not change while the engine runs: the simulator) the top owner of any other pod is
+    found when a patch asks for it; `pod_end`: when running pods end by themselves, if known."""
     grouper_config = config_for(config.queue_label_key, state.priority_class_objects())
     groups: set[str] | None = None  # the PodGroups whose facts are wanted; None: all
     if pods is None:
@@ -141,6 +145,14 @@ def facts(
     def objects(key: model.ObjectKey) -> Mapping[str, Any] | None:
         return state.lookup(key.namespace, key.api_version, key.kind, key.name)
 
+    def find_owner(pod: str) -> model.ObjectKey | None:
+        namespace, name = pod.split("/", 1)
+        raw = state.lookup(namespace, "v1", "Pod", name)
+        if raw is None:
+            return None
+        chain = top_owner.owner_chain(pod=raw, lookup=state.lookup)
+        return None if isinstance(chain, grouper_model.GroupingError) else _key(chain.top_owner, namespace)
+
     return model.Facts(
         workloads=workloads,
         pod_owners=pod_owners,
@@ -148,19 +160,30 @@ def facts(
         objects=objects,
         queue_label_key=config.queue_label_key,
         default_queue=DEFAULT_QUEUE,
+        pod_end=pod_end,
+        find_owner=find_owner if lazy_owners else model.no_owner_lookup,
     )
 
 
 def cycle_explanations(
-    state: ClusterState, config: SchedulerConfig, snapshot: Snapshot, session: Session
+    state: ClusterState,
+    config: SchedulerConfig,
+    snapshot: Snapshot,
+    session: Session,
+    *,
+    pod_end: model.PodEnd = model.no_known_end,
+    lazy_owners: bool = False,
 ) -> dict[str, model.Explanation]:
     """Explanations of the PodGroups that wait after a cycle (by namespace/name), for its conditions:
-    every one's reasons, and first fixes while the cycle's dry runs last (`engine.explain_cycle`)."""
+    every one's reasons, and first fixes while the cycle's dry runs last (`engine.explain_cycle`).
+    `pod_end`, `lazy_owners`: see `facts`."""
     waiting = engine.waiting_jobs(session)
     if not waiting:
         return {}
     dry_runs = engine.cycle_dry_runs(snapshot)
-    ctx = cycle_context(state, config, snapshot, session, waiting, owners=dry_runs > 0)
+    ctx = cycle_context(
+        state, config, snapshot, session, waiting, owners=dry_runs > 0, pod_end=pod_end, lazy_owners=lazy_owners
+    )
     return engine.explain_cycle(ctx, waiting, dry_runs=dry_runs).explanations
 
 
@@ -172,6 +195,8 @@ def cycle_context(
     chosen: Sequence[Job],
     *,
     owners: bool = True,
+    pod_end: model.PodEnd = model.no_known_end,
+    lazy_owners: bool = False,
 ) -> analysis.Context:
     """What `engine.explain_cycle` reads for the chosen jobs: the facts of their pods only (a cycle's
     cost does not grow with the pods that do not wait); `owners=False` for a cycle that runs no dry
@@ -179,7 +204,7 @@ def cycle_context(
     adapter whose state changes under it calls this where it is not changing (kai run: on its event
     loop)."""
     pods = [(snapshot.tasks[t].key, job.name) for job in chosen for t in job.tasks]
-    found = facts(state, config, pods, owners=owners)
+    found = facts(state, config, pods, owners=owners, pod_end=pod_end, lazy_owners=lazy_owners and owners)
     return engine.context(snapshot=snapshot, config=config, session=session, facts=found, thorough=False)
 
 

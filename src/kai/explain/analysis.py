@@ -10,7 +10,9 @@ largest node) to put numbers on what those rules decided.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar, cast
 
 import numpy as np
 
@@ -29,6 +31,7 @@ from kai.scheduler.cycle import open_session
 
 EPS = 1e-9
 PRIORITY_CLASS_NOT_FOUND = "PriorityClassNotFound"
+_T = TypeVar("_T")
 
 
 @dataclass(slots=True)
@@ -48,6 +51,14 @@ class Context:
     # are explained): the nodes their pods would go to, whether some node could hold a pod, the
     # room free on the nodes a pod may use
     _alike: dict[tuple[object, ...], object] = field(default_factory=dict)
+
+    def remembered(self, key: str, make: Callable[[], _T]) -> _T:
+        """What `make` gives, made once for the context (it must read only what does not change while
+        jobs are explained: the snapshot, the session the actions left, the facts)."""
+        found = self._alike.get((key,))
+        if found is None:
+            found = self._alike[(key,)] = make()
+        return cast(_T, found)
 
     def before(self) -> Session:
         """A session over the same snapshot with no action run: the room free when the cycle began."""

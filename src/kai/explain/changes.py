@@ -8,7 +8,7 @@ smallest change is offered first). Turning a change into merge patches on the in
 Kinds of change, smallest first: fixing a workload setting that gives up nothing (its queue, a node
 selector), then shrinking the workload (its gang, its pods), then changing its priority class or
 preemptibility (it then competes differently with other work), then raising a queue's limit or
-quota (an administrator's change).
+quota (an administrator's change), then ending another job to free what it holds.
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ WORKLOAD_SETTING = 0
 SHRINK = 1
 PRIORITY = 2
 QUEUE_ADMIN = 3
+FREE_ROOM = 4
+ENDING = (TaskStatus.RUNNING, TaskStatus.ALLOCATED)  # the pods of a job that end hold these
 
 
 def _replace_job(snapshot: Snapshot, job: Job) -> Snapshot:
@@ -255,7 +257,58 @@ class RaiseQueue:
         return dataclasses.replace(snapshot, queues=tuple(queues))
 
 
-Change = SetQueue | SetPriorityClass | SetPreemptible | DropNodeSelector | SetMinMember | SetPodRequest | RaiseQueue
+@dataclass(frozen=True, kw_only=True, slots=True)
+class EndJob:
+    """Another job ends (its workload is deleted) and frees what it holds: `needed` of a resource (queue
+    space: 0 gpu, 1 cpu, 2 memory) must be freed in `queue`, and this job, holding `holds` of it, is the
+    first to free it (`why`: it is first in line to end, or to be reclaimed or preempted; `line` 0 for
+    a job known to end, 1 for one in the victim order, which comes after it)."""
+
+    job: int  # the job that ends
+    queue: str
+    resource: int
+    needed: float
+    holds: float
+    why: str
+    line: int
+
+    family = "free-room"  # one suggestion per family: the smallest that works
+
+    def describe(self, snapshot: Snapshot, label_key: str) -> str:
+        r = self.resource
+        name = snapshot.jobs[self.job].display_name
+        return (
+            f"needs {words.queue_amount(r, self.needed)} freed in {self.queue}: "
+            f"job {name} ({words.queue_amount(r, self.holds)}) {self.why}"
+        )
+
+    @property
+    def size(self) -> tuple[int, float]:
+        return (FREE_ROOM, float(self.line))
+
+    def apply(self, snapshot: Snapshot) -> Snapshot:
+        """Its pods that hold room leave their nodes (it has no pod on a shared GPU: `ends_cleanly`)."""
+        nodes = snapshot.nodes
+        used = nodes.used.copy()
+        tasks = list(snapshot.tasks)
+        for t in snapshot.jobs[self.job].tasks:
+            task = tasks[t]
+            if task.status in ENDING and task.node >= 0:
+                used[task.node] -= task.request
+                tasks[t] = msgspec.structs.replace(task, status=TaskStatus.SUCCEEDED, node=-1)
+        return dataclasses.replace(snapshot, tasks=tuple(tasks), nodes=dataclasses.replace(nodes, used=used))
+
+
+def ends_cleanly(snapshot: Snapshot, job: Job) -> bool:
+    """Whether `EndJob` can end the job: it holds room, and none on a shared GPU (a shared device is
+    freed only with every pod on it)."""
+    holding = [snapshot.tasks[t] for t in job.tasks if snapshot.tasks[t].status in ENDING]
+    return bool(holding) and not any(t.is_shared_gpu for t in holding)
+
+
+Change = (
+    SetQueue | SetPriorityClass | SetPreemptible | DropNodeSelector | SetMinMember | SetPodRequest | RaiseQueue | EndJob
+)
 
 
 def combined_size(changes: tuple[Change, ...]) -> tuple[int, float]:

@@ -88,13 +88,14 @@ def dominant_first(reasons: Sequence[Reason]) -> list[Reason]:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Patch:
-    """An RFC 7386 merge patch on one input object (namespace None for cluster-scoped objects)."""
+    """An RFC 7386 merge patch on one input object (namespace None for cluster-scoped objects); a patch
+    that is None (JSON null) deletes the object (RFC 7386: the result is null)."""
 
     api_version: str
     kind: str
     namespace: str | None
     name: str
-    merge_patch: Mapping[str, object]
+    merge_patch: Mapping[str, object] | None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -205,6 +206,18 @@ class PriorityClassFacts:
 
 
 ObjectLookup = Callable[[ObjectKey], "Mapping[str, Any] | None"]
+PodEnd = Callable[[str], "float | None"]  # pod namespace/name -> when it ends by itself; None: unknown
+OwnerLookup = Callable[[str], "ObjectKey | None"]  # pod namespace/name -> its top owner; None: unknown
+
+
+def no_known_end(pod: str) -> float | None:
+    """A live cluster's pods: none is known to end at any time."""
+    return None
+
+
+def no_owner_lookup(pod: str) -> ObjectKey | None:
+    """No top owner beyond those `Facts.pod_owners` holds."""
+    return None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -222,3 +235,11 @@ class Facts:
     objects: ObjectLookup
     queue_label_key: str = "kai.scheduler/queue"
     default_queue: str = "default-queue"
+    pod_end: PodEnd = no_known_end  # when a running pod ends by itself (the simulator knows durations)
+    # the top owner of a pod `pod_owners` leaves out, found when asked (an adapter whose state cannot
+    # change meanwhile: the simulator)
+    find_owner: OwnerLookup = no_owner_lookup
+
+    def owner_of(self, pod: str) -> ObjectKey | None:
+        """A pod's top owner (namespace/name): the object a patch that deletes the pod deletes."""
+        return self.pod_owners.get(pod) or self.find_owner(pod)

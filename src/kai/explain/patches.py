@@ -4,7 +4,8 @@ Each change is made on a deep copy of the input object it concerns (a PodGroup o
 wrote, else the workload's top owner) and the merge patch is the difference between the two, so a
 list the patch must touch (containers, Ray worker groups) is written whole, as RFC 7386 requires.
 A change no input object can express (a minMember the pod grouper derives from the workload) gives
-no patch, and is then not suggested.
+no patch, and is then not suggested. Ending a job deletes the objects that made its pods: their
+patch is null (RFC 7386: the result of applying it is null, no object).
 
 Pod templates are found wherever they sit in a workload (a Pod's own spec, a Deployment's
 template, each Ray worker group, each Kubeflow replica, a JobSet's nested Job template): any mapping
@@ -114,6 +115,7 @@ class _Editor:
         self.facts = facts
         self.originals: dict[model.ObjectKey, Mapping[str, Any]] = {}
         self.copies: dict[model.ObjectKey, Raw] = {}
+        self.deleted: set[model.ObjectKey] = set()
 
     def get(self, key: model.ObjectKey | None) -> Raw | None:
         if key is None:
@@ -126,11 +128,18 @@ class _Editor:
             self.copies[key] = copy.deepcopy(dict(found))
         return self.copies[key]
 
+    def delete(self, key: model.ObjectKey) -> bool:
+        """Delete the object (False if there is none)."""
+        if self.get(key) is None:
+            return False
+        self.deleted.add(key)
+        return True
+
     def patches(self) -> tuple[model.Patch, ...]:
         out = []
         for key in sorted(self.copies, key=lambda k: (k.kind, k.namespace, k.name)):
-            diff = merge_diff(self.originals[key], self.copies[key])
-            if diff:
+            diff = None if key in self.deleted else merge_diff(self.originals[key], self.copies[key])
+            if diff or key in self.deleted:
                 out.append(
                     model.Patch(
                         api_version=str(self.originals[key].get("apiVersion") or key.api_version),
@@ -184,6 +193,8 @@ def _apply(editor: _Editor, snapshot: Snapshot, change: changes.Change) -> bool:
         return True
     if isinstance(change, changes.SetPodRequest | changes.DropNodeSelector):
         return _edit_templates(editor, snapshot, change)
+    if isinstance(change, changes.EndJob):
+        return _end(editor, snapshot, change)
     obj, is_podgroup = _job_object(editor, snapshot, change.job)
     if obj is None:
         return False
@@ -213,6 +224,21 @@ def _apply(editor: _Editor, snapshot: Snapshot, change: changes.Change) -> bool:
         _section(obj, "spec")["minMember"] = change.min_member
         return True
     return False
+
+
+def _end(editor: _Editor, snapshot: Snapshot, change: changes.EndJob) -> bool:
+    """Delete the objects that made the ending job's pods that hold room (its workload, or bare pods)."""
+    owners: list[model.ObjectKey] = []
+    for t in snapshot.jobs[change.job].tasks:
+        task = snapshot.tasks[t]
+        if task.status not in changes.ENDING:
+            continue
+        owner = editor.facts.owner_of(task.key)
+        if owner is None:
+            return False
+        if owner not in owners:
+            owners.append(owner)
+    return bool(owners) and all(editor.delete(owner) for owner in owners)
 
 
 def _edit_templates(

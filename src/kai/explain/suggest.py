@@ -7,7 +7,10 @@ job with many candidates costs at most `budget` cycles.
 
 Where a candidate needs a number, the number comes from the rules themselves: a raised limit or
 quota from the proportion plugin's `capacity_block` at every level it blocks, a smaller pod from
-`place_task` on the room free now, a smaller gang from how many pods fit now.
+`place_task` on the room free now, a smaller gang from how many pods fit now, the room to free from
+what the gang needs beyond what is free (or what its queue holds beyond its limit or quota). The job
+that would free it is the one known to end first (the adapter's `pod_end`), and the first in KAI's
+victim order (`VictimPool`), each holding enough of it by itself.
 """
 
 from __future__ import annotations
@@ -20,15 +23,17 @@ from dataclasses import dataclass
 import msgspec
 
 from kai.api.priority import PREEMPTIBLE_BELOW
+from kai.core import fit as fit_lib
 from kai.core.model import Job, Snapshot
 from kai.core.resources import GPU
-from kai.explain import analysis, changes, model, patches
+from kai.explain import analysis, changes, holders, model, patches
 from kai.plugins.proportion.plugin import NON_PREEMPTIBLE_OVER_QUOTA, OVER_LIMIT, capacity_block
 from kai.scheduler.cycle import run_actions
 
 Candidate = tuple[changes.Change, ...]
 MAX_QUEUE_CHOICES = 3
 MAX_LEVELS = 8
+EPS = 1e-9
 
 
 class DryRuns:
@@ -152,14 +157,19 @@ def _candidates(ctx: analysis.Context, job: Job, reasons: list[model.Reason]) ->
             yield from _selectors(ctx, job)
         elif token == model.OVER_LIMIT:
             yield from _raise_queues(ctx, job, OVER_LIMIT)
+            if not reason.never:
+                yield from _free_quota(ctx, job, OVER_LIMIT)
         elif token == model.NON_PREEMPTIBLE_OVER_QUOTA:
             yield from _preemptible(ctx, job, "to go over quota")
             yield from _raise_queues(ctx, job, NON_PREEMPTIBLE_OVER_QUOTA)
+            if not reason.never:
+                yield from _free_quota(ctx, job, NON_PREEMPTIBLE_OVER_QUOTA)
         elif token in (model.GANG_DOES_NOT_FIT, model.FRAGMENTED):
             yield from _shrink(ctx, job, reason)
             if not job.preemptible:
                 yield from _preemptible(ctx, job, "so consolidation and reclaim may make room for it")
             yield from _higher_priority(ctx, job, "to preempt lower-priority jobs of its queue")
+            yield from _free_nodes(ctx, job, reason)
         elif token == model.QUEUED_BEHIND:
             yield from _higher_priority(ctx, job, "to be tried earlier in its queue")
 
@@ -318,6 +328,73 @@ def _shrink(ctx: analysis.Context, job: Job, reason: model.Reason) -> Iterator[C
         if analysis.fitting(session, smaller).placed == len(smaller):
             yield (changes.SetPodRequest(job=job.index, resource=GPU, was=was, amount=float(amount)),)
             return
+
+
+def _free_nodes(ctx: analysis.Context, job: Job, reason: model.Reason) -> Iterator[Candidate]:
+    """Another job ends and frees the GPUs the gang needs beyond what is free on the nodes it may use
+    (beyond what the most free node has, for a pod that fits on no node of a fragmented cluster)."""
+    evidence = reason.evidence
+    if evidence.get("resource") != ctx.snapshot.resources.names[GPU]:
+        return
+    free, most, pod_needs, gang_needs = (evidence.get(k) for k in ("free", "mostOnOneNode", "podNeeds", "gangNeeds"))
+    if not (isinstance(free, float) and isinstance(most, float)):
+        return
+    if not (isinstance(pod_needs, float) and isinstance(gang_needs, float)):
+        return
+    needed = gang_needs - free if gang_needs - free > EPS else pod_needs - most
+    tasks = ctx.session.tasks_to_allocate(job)
+    if needed <= EPS or not tasks:
+        return
+    held = holders.holding(ctx, job, 0, nodes=fit_lib.predicate_mask(ctx.session, tasks[0]))
+    yield from _enders(ctx, job, held, needed=needed, resource=0, queue=None)
+
+
+def _free_quota(ctx: analysis.Context, job: Job, reason: str) -> Iterator[Candidate]:
+    """Another job under the queue whose limit (or non-preemptible quota) blocks this one ends, and
+    frees what the queue holds beyond it."""
+    session = ctx.session
+    block = capacity_block(session, job, session.job_request(session.tasks_to_allocate(job)))
+    if block is None or block.reason != reason:
+        return
+    needed = block.allocated + block.request - block.bound
+    if needed <= EPS:
+        return
+    queues = ctx.snapshot.queues
+    under: set[int] = set()
+    for queue in queues:
+        q = queue.index
+        while q >= 0 and q != block.queue:
+            q = queues[q].parent
+        if q == block.queue:
+            under.add(queue.index)
+    held = holders.holding(ctx, job, block.resource, queues=under)
+    if reason == NON_PREEMPTIBLE_OVER_QUOTA:
+        held = holders.non_preemptible(ctx, held)
+    yield from _enders(ctx, job, held, needed=needed, resource=block.resource, queue=queues[block.queue].name)
+
+
+def _enders(
+    ctx: analysis.Context, job: Job, held: dict[int, float], *, needed: float, resource: int, queue: str | None
+) -> Iterator[Candidate]:
+    """End the job known to end first, and the first in KAI's victim order, of those that hold `needed`
+    (queue space) by themselves; `queue`: where it must be freed (None: the ending job's queue)."""
+    enough = {j: amount for j, amount in held.items() if amount >= needed - EPS}
+    jobs = ctx.snapshot.jobs
+
+    def end(index: int, why: str, line: int) -> Candidate:
+        where = queue if queue is not None else jobs[index].queue_name
+        amount = enough[index]
+        return (
+            changes.EndJob(job=index, queue=where, resource=resource, needed=needed, holds=amount, why=why, line=line),
+        )
+
+    first = holders.first_to_end(ctx, enough)
+    if first is not None:
+        yield end(first, "is first in line to end", 0)
+    victim = holders.first_victim(ctx, enough, but=first)
+    if victim is not None:
+        kind = "preempted" if jobs[victim].queue == job.queue else "reclaimed"
+        yield end(victim, f"is first in line to be {kind}", 1)
 
 
 def apply_all(snapshot: Snapshot, candidate: Candidate) -> Snapshot:

@@ -384,6 +384,11 @@ class Simulation:
             elif sim.status == TaskStatus.RUNNING and sim.finish_at is not None and sim.finish_at <= self.now + 1e-9:
                 self.finish_pod(key)
 
+    def pod_end(self, key: str) -> float | None:
+        """When a running pod succeeds by itself (its `sim.kai.scheduler/duration`); None if it never does."""
+        sim = self.pods.get(key)
+        return sim.finish_at if sim is not None and sim.status == TaskStatus.RUNNING else None
+
     def finish_pod(self, key: str, *, failed: bool = False) -> None:
         """A running pod's containers exit, as the kubelet reports it: the pod Succeeded (or Failed, with
         `failed`), keeps its name and no longer holds devices. Its controller reacts in the next cycle."""
@@ -496,7 +501,9 @@ class Simulation:
             self._event("Warning", "InvalidQueue", f"Queue/{problem.queue}", problem.message)
         session = run_actions(built.snapshot, self.config)
         self.last_cycle = (built.snapshot, session)
-        self.explanations = explaining.cycle_explanations(self, self.config, built.snapshot, session)
+        self.explanations = explaining.cycle_explanations(
+            self, self.config, built.snapshot, session, pod_end=self.pod_end, lazy_owners=True
+        )
         return close_session(session)
 
     def _apply(self, result: CycleResult) -> bool:

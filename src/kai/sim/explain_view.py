@@ -30,7 +30,10 @@ def context(sim: Simulation) -> analysis.Context:
     assert sim.last_cycle is not None, "kai sim runs at least one cycle"
     snapshot, session = sim.last_cycle
     return engine.context(
-        snapshot=snapshot, config=sim.config, session=session, facts=explaining.facts(sim, sim.config)
+        snapshot=snapshot,
+        config=sim.config,
+        session=session,
+        facts=explaining.facts(sim, sim.config, pod_end=sim.pod_end),
     )
 
 
