@@ -82,9 +82,10 @@ def facts(
     """The facts of the cluster state as it is now, for the given pods: (namespace/name, PodGroup name or
     None) pairs, and their PodGroups; by default every pod of ours and every PodGroup. With
     `owners=False` the pods' top owners (which only a fix's patches need) are left out, and an owner
-    chain is walked only where a queue label may be missing. With `lazy_owners` (an adapter whose
-    state does not change while the engine runs: the simulator) the top owner of any other pod is
-    found when a patch asks for it; `pod_end`: when running pods end by themselves, if known."""
+    chain is walked only where a queue label may be missing. With `lazy_owners` the top owner of any
+    other pod is found when a patch asks for it (through `state.lookup`: an adapter whose lookups
+    are safe wherever the engine runs, as the simulator's and kai run's cache's one-read lookups of
+    objects replaced whole are); `pod_end`: when running pods end by themselves, if known."""
     grouper_config = config_for(config.queue_label_key, state.priority_class_objects())
     groups: set[str] | None = None  # the PodGroups whose facts are wanted; None: all
     if pods is None:

@@ -322,7 +322,11 @@ class Scheduler:
         if standing is not None:
             return standing
         dry_runs = self.explainer.dry_runs(snapshot, busy=busy)
-        ctx = explaining.cycle_context(self.cache, self.config, snapshot, session, chosen, owners=dry_runs > 0)
+        # the top owner of a pod a fix would delete (a job that frees room) is looked up when the fix
+        # is made, off the loop: a lookup is one dict read of an object the cache replaces whole
+        ctx = explaining.cycle_context(
+            self.cache, self.config, snapshot, session, chosen, owners=dry_runs > 0, lazy_owners=True
+        )
         found = await asyncio.to_thread(
             engine.explain_cycle, ctx, chosen, dry_runs=dry_runs, known=self.explainer.fixes.known()
         )
