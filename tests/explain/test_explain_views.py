@@ -6,11 +6,14 @@ import json
 import pathlib
 from typing import Any
 
+import pytest
 from click.testing import CliRunner
 
 from kai.cli.main import main
+from kai.sim import forecast
 
 CASES = pathlib.Path(__file__).parent / "cases"
+REST = pathlib.Path(__file__).parent / "rest"
 
 
 def explain(*args: str, case: str) -> Any:
@@ -72,3 +75,18 @@ def test_either_manifests_or_a_cluster() -> None:
     result = CliRunner().invoke(main, ["explain", "queue", "q"])
     assert result.exit_code == 2
     assert "give either -f" in result.output
+
+
+def test_a_queue_view_simulates_starts_after_a_fix_for_the_first_jobs_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each start after a fix costs a fork of the simulation: past `AFTER_FIX_FORKS` a queue's view
+    says the start after the fix was not simulated, instead of giving none."""
+    monkeypatch.setattr(forecast, "AFTER_FIX_FORKS", 1)
+    result = CliRunner().invoke(main, ["explain", "queue", "team", "-f", str(REST / "three-wait.yaml"), "-o", "json"])
+    assert result.exit_code == 0, result.output
+    first, second = json.loads(result.stdout)["waiting"]
+    assert first["estimateAfterFix"] == "reduce to 8 GPUs per pod" and first["estimatedStart"] is not None
+    assert (second["estimatedStart"], second["estimateAfterFix"]) == (None, None)
+    assert second["estimate"] == (
+        "none: it does not start unless something changes; its start after its fix (reduce to 8 GPUs per pod) "
+        "was not simulated (more than 1 here)"
+    )
