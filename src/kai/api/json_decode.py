@@ -9,7 +9,10 @@ JSON objects the way `kai.api.manifest` and `kai.api.strict` do, but:
 * a Pod's or Node's `spec` and `status` are kept as their JSON text: the pods of a gang, and the
   nodes of one type, carry the same text, so each distinct text is checked (`strict.check_fields`)
   and parsed (`read_pod_body`, `read_node_body`) once, by the same code as any other document;
-* label and annotation keys are checked once per distinct key (`strict.key_finding`).
+* label and annotation keys are checked once per distinct key (`strict.key_finding`);
+* the raw document of an item read this way is decoded only when someone reads it (`JsonDocument`):
+  a simulated cluster reads few of its pods' documents (the pod grouper, owner chains), and decoding
+  every one cost as much as the typed objects.
 
 It only ever says yes to a document the strict checks and parsers accept, with the same typed object:
 anything else (another kind, a null anywhere, a value of another JSON type than the plain one, a
@@ -22,6 +25,7 @@ Pure: text in, documents and typed objects out.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,13 +88,49 @@ _LIST = msgspec.json.Decoder(_List)
 _BUILTINS = msgspec.json.Decoder()
 
 
+class JsonDocument(Mapping[str, Any]):
+    """One item of the file as `json.loads` gives it, decoded on first read. Only items this module read
+    are kept this way: their text was found to decode (the metadata as a Struct, `spec` and `status` by
+    `_Reader._body`), so reading one later cannot fail."""
+
+    __slots__ = ("_doc", "_text")
+
+    def __init__(self, text: bytes) -> None:
+        self._text = text
+        self._doc: dict[str, Any] | None = None
+
+    def decoded(self) -> dict[str, Any]:
+        """The document as a plain dict (decoded once; treat it as read-only, as this mapping is)."""
+        if self._doc is None:
+            self._doc = _BUILTINS.decode(self._text)
+            self._text = b""
+        return self._doc
+
+    def __getitem__(self, key: str) -> Any:
+        return self.decoded()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.decoded())
+
+    def __len__(self) -> int:
+        return len(self.decoded())
+
+    def __repr__(self) -> str:
+        return repr(self.decoded())
+
+
+class _Undecodable(Exception):
+    """A `spec` or `status` text msgspec cannot decode to Python values (a number out of range)."""
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Decoded:
-    """The documents of one file (their raw mappings as `json.loads` gives them), and the typed object of
-    each that this module read (None: the caller checks and parses that document as any other)."""
+    """The documents of one file (their raw mappings as `json.loads` gives them; a `JsonDocument` for those
+    this module read), and the typed object of each that this module read (None: the caller checks and
+    parses that document as any other)."""
 
     source: Source
-    raws: list[dict[str, Any]]
+    raws: list[Mapping[str, Any]]
     objects: list[Pod | Node | None]
 
 
@@ -105,8 +145,9 @@ class _Reader:
         self.node_bodies: dict[tuple[bytes, bytes], NodeBody | None] = {}
         self.read_versions: dict[tuple[str, str], bool] = {}
 
-    def read(self, item: msgspec.Raw, raw: dict[str, Any]) -> Pod | Node | None:
-        text = bytes(item)
+    def read(self, text: bytes) -> tuple[Pod | Node, JsonDocument] | None:
+        """The typed object of one item and its lazily decoded document, or None (the ordinary way reads it);
+        raises `_Undecodable` where the file cannot be read as Python values at all."""
         if b"null" in text:  # the ordinary way drops null fields: leave such a document to it
             return None
         try:
@@ -120,14 +161,15 @@ class _Reader:
         if meta is None:
             return None
         key = (bytes(doc.spec), bytes(doc.status))
+        raw = JsonDocument(text)
         if isinstance(doc, _Node):
             node_body = self.node_bodies[key] if key in self.node_bodies else self._node_body(key)
-            return None if node_body is None else node_of(meta, node_body)
+            return None if node_body is None else (node_of(meta, node_body), raw)
         pod_body = self.pod_bodies[key] if key in self.pod_bodies else self._pod_body(key)
         if pod_body is None:
             return None
         try:
-            return pod_of(meta, pod_body, Reader(raw, source=self.source, kind="Pod", name=meta.name))
+            return pod_of(meta, pod_body, Reader(raw, source=self.source, kind="Pod", name=meta.name)), raw
         except InputError:
             return None
 
@@ -173,7 +215,10 @@ class _Reader:
         body: dict[str, Any] = {}
         for name, text in zip(("spec", "status"), key, strict=True):
             if text:
-                body[name] = _BUILTINS.decode(text)
+                try:
+                    body[name] = _BUILTINS.decode(text)
+                except (msgspec.DecodeError, msgspec.ValidationError):
+                    raise _Undecodable() from None
         if strict.check_fields(body, shape) or strict.metadata_maps(body):
             return None
         return body
@@ -211,15 +256,24 @@ def decode_list(text: str, *, file: str, extra_keys: frozenset[str]) -> Decoded 
     if top.kind != "List" or kinds.group_of(top.apiVersion) != "" or top.items is None:
         return None
     reader = _Reader(Source(file=file, index=1), extra_keys)
-    raws = []
-    objects = []
+    raws: list[Mapping[str, Any]] = []
+    objects: list[Pod | Node | None] = []
     for item in top.items:
+        item_text = bytes(item)
         try:
-            raw = _BUILTINS.decode(item)
+            found = reader.read(item_text)
+        except _Undecodable:
+            return None
+        if found is not None:
+            objects.append(found[0])
+            raws.append(found[1])
+            continue
+        try:
+            raw = _BUILTINS.decode(item_text)
         except (msgspec.DecodeError, msgspec.ValidationError):  # a number out of range (1e400) is not checked above
             return None
         if type(raw) is not dict:
             return None
         raws.append(raw)
-        objects.append(reader.read(item, raw))
+        objects.append(None)
     return Decoded(source=reader.source, raws=raws, objects=objects)

@@ -1,17 +1,23 @@
-"""Object metadata shared by every kind: name, namespace, labels, owners, creation time."""
+"""Object metadata shared by every kind: name, namespace, labels, owners, creation time.
+
+Metadata and owner references are frozen msgspec Structs rather than dataclasses: a store builds one
+per object it reads, and again when it stamps the uid and creation time (`stamped`), which for a Struct
+is one C call (`msgspec.structs.replace`) where a frozen dataclass sets each field through
+`object.__setattr__`.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from kai.api.errors import InputError, Source
 from kai.api.fields import Reader, is_mapping
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class OwnerReference:
+class OwnerReference(msgspec.Struct, frozen=True, kw_only=True):
     api_version: str
     kind: str
     name: str
@@ -19,29 +25,19 @@ class OwnerReference:
     controller: bool = False
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ObjectMeta:
+class ObjectMeta(msgspec.Struct, frozen=True, kw_only=True):
     name: str
     namespace: str = ""
     uid: str = ""
-    labels: Mapping[str, str] = field(default_factory=dict)
-    annotations: Mapping[str, str] = field(default_factory=dict)
+    labels: Mapping[str, str] = msgspec.field(default_factory=dict)
+    annotations: Mapping[str, str] = msgspec.field(default_factory=dict)
     owner_references: tuple[OwnerReference, ...] = ()
     creation_timestamp: float | None = None
     deletion_timestamp: float | None = None  # set once deletion was asked for (the object is terminating)
 
     def stamped(self, *, uid: str, created: float) -> ObjectMeta:
         """This metadata with the uid and creation time the API server gives an object it stores."""
-        return ObjectMeta(
-            name=self.name,
-            namespace=self.namespace,
-            uid=uid,
-            labels=self.labels,
-            annotations=self.annotations,
-            owner_references=self.owner_references,
-            creation_timestamp=created,
-            deletion_timestamp=self.deletion_timestamp,
-        )
+        return msgspec.structs.replace(self, uid=uid, creation_timestamp=created)
 
 
 def read_meta(raw: Mapping[str, Any], *, source: Source | None, kind: str, namespaced: bool) -> ObjectMeta:

@@ -7,8 +7,10 @@ container, plus pod overhead; a resource given only as a limit is requested at t
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from kai.api.errors import Source
 from kai.api.fields import Reader
@@ -61,14 +63,16 @@ class GpuShare:
     num_devices: int
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Pod:
+class Pod(msgspec.Struct, frozen=True, kw_only=True):
+    """A pod as read. A frozen msgspec Struct, not a dataclass: the simulator's store builds one per pod it
+    reads and again when it stamps the uid and creation time (`msgspec.structs.replace`, one C call)."""
+
     meta: ObjectMeta
     scheduler_name: str
     node_name: str
     phase: str
     requests: Mapping[str, float]  # cpu millicores, memory bytes, nvidia.com/gpu devices, others base units
-    node_selector: Mapping[str, str] = field(default_factory=dict)
+    node_selector: Mapping[str, str] = msgspec.field(default_factory=dict)
     affinity_terms: tuple[NodeSelectorTerm, ...] = ()  # required node affinity: any term must hold
     tolerations: tuple[Toleration, ...] = ()
     priority_class_name: str = ""

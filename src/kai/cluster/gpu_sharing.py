@@ -23,7 +23,6 @@ This module holds the rules, pure (no I/O, no clock); the Kubernetes adapter per
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -101,7 +100,7 @@ def account_reservations(ours: Sequence[PodState], foreign: Sequence[PodState]) 
         group = reservation_group(state.pod.meta.labels)
         if group is not None and state.node and (state.node, group) in held:
             requests = {k: v for k, v in state.pod.requests.items() if k != api_pod.GPU_RESOURCE}
-            state = msgspec.structs.replace(state, pod=dataclasses.replace(state.pod, requests=requests))
+            state = msgspec.structs.replace(state, pod=msgspec.structs.replace(state.pod, requests=requests))
         out.append(state)
     return out
 

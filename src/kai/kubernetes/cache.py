@@ -20,6 +20,8 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 from kai.api import pod as api_pod
 from kai.api.errors import InputError, Source
 from kai.api.fields import parse_timestamp
@@ -122,7 +124,7 @@ def _without_clocks(podgroup: PodGroup) -> PodGroup:
     if not any(k in CLOCK_ANNOTATIONS for k in annotations):
         return podgroup
     kept = {k: v for k, v in annotations.items() if k not in CLOCK_ANNOTATIONS}
-    return dataclasses.replace(podgroup, meta=dataclasses.replace(podgroup.meta, annotations=kept))
+    return dataclasses.replace(podgroup, meta=msgspec.structs.replace(podgroup.meta, annotations=kept))
 
 
 def _same_for_cycle(before: PodState, after: PodState) -> bool:
@@ -145,8 +147,8 @@ def _same_for_cycle(before: PodState, after: PodState) -> bool:
     old, new = before.pod, after.pod
     if old is new:
         return True
-    meta = dataclasses.replace(new.meta, annotations=old.meta.annotations)
-    return dataclasses.replace(new, meta=meta, node_name=old.node_name, phase=old.phase) == old
+    meta = msgspec.structs.replace(new.meta, annotations=old.meta.annotations)
+    return msgspec.structs.replace(new, meta=meta, node_name=old.node_name, phase=old.phase) == old
 
 
 def _reparsed(pod: Pod, old: Mapping[str, Any], new: Mapping[str, Any]) -> Pod | None:
@@ -170,7 +172,7 @@ def _reparsed(pod: Pod, old: Mapping[str, Any], new: Mapping[str, Any]) -> Pod |
             return None
         if not all(isinstance(k, str) and isinstance(v, str) for k, v in annotations.items()):
             return None  # parsing says what is wrong with it
-        meta = dataclasses.replace(meta, annotations=dict(annotations))
+        meta = msgspec.structs.replace(meta, annotations=dict(annotations))
     node_name, phase = pod.node_name, pod.phase
     new_phase = (new.get("status") or {}).get("phase")
     if (old.get("status") or {}).get("phase") != new_phase:
@@ -191,7 +193,7 @@ def _reparsed(pod: Pod, old: Mapping[str, Any], new: Mapping[str, Any]) -> Pod |
         node_name = node
     if (meta, node_name, phase) == (pod.meta, pod.node_name, pod.phase):
         return pod
-    return dataclasses.replace(pod, meta=meta, node_name=node_name, phase=phase)
+    return msgspec.structs.replace(pod, meta=meta, node_name=node_name, phase=phase)
 
 
 def read_condition(status: Mapping[str, Any] | None) -> Condition | None:
@@ -476,7 +478,7 @@ class ClusterCache:
             podgroup, subgroup = member
             if subgroup and pod.meta.labels.get(SUBGROUP_LABEL) != subgroup:
                 labels = {**pod.meta.labels, SUBGROUP_LABEL: subgroup}
-                pod = dataclasses.replace(pod, meta=dataclasses.replace(pod.meta, labels=labels))
+                pod = msgspec.structs.replace(pod, meta=msgspec.structs.replace(pod.meta, labels=labels))
         return PodState(
             pod=pod,
             status=status,

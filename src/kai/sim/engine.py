@@ -25,6 +25,8 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 from kai.api import pod as api_pod
 from kai.api.errors import InputError
 from kai.api.fields import format_timestamp, parse_duration, parse_timestamp
@@ -49,7 +51,7 @@ from kai.explain.model import Explanation
 from kai.explain.render import not_our_scheduler
 from kai.scheduler.cycle import close_session, run_actions
 from kai.sim import binder, controllers, defaults, grouping, reconcile
-from kai.sim.state import SimPod, SimPodGroup
+from kai.sim.state import SimPod, SimPodGroup, stamped_document
 
 SCHEDULER_NAME = "kai-scheduler"
 DURATION_ANNOTATION = "sim.kai.scheduler/duration"
@@ -112,7 +114,8 @@ class Simulation:
         self.podgroups: dict[tuple[str, str], SimPodGroup] = {}
         self.pods: dict[str, SimPod] = {}
         self.workloads: dict[tuple[str, str, str], Workload] = {}
-        self.raw_objects: dict[tuple[str, str, str, str], Mapping[str, Any]] = {}  # ns, group, kind, name
+        # ns, group, kind, name -> the document as stored (pods: `SimPod.raw`)
+        self.raw_objects: dict[tuple[str, str, str, str], Mapping[str, Any]] = {}
         self.names = controllers.SeededNameSource(seed="kai-sim")
         self.ledger = binder.DeviceLedger()
         self.configmaps: dict[tuple[str, str], ConfigMap] = {}
@@ -172,21 +175,19 @@ class Simulation:
                 self._bind_devices(loaded)
 
     # ----------------------------------------------------------------- object creation
-    def _stamp(self, obj: ApiObject, raw: Mapping[str, Any]) -> tuple[ApiObject, dict[str, Any]]:
-        """Give an object the uid and creation time the API server would."""
+    def _stamp(self, obj: ApiObject, raw: Mapping[str, Any]) -> tuple[ApiObject, dict[str, Any] | None]:
+        """Give an object the uid and creation time the API server would; with its stored document, except
+        for a pod (`SimPod.raw` makes a pod's when it is read)."""
         old = obj.meta
-        body = dict(raw)  # shallow: only metadata is rewritten here, nested parts are never mutated
-        meta = dict(body.get("metadata") or {})
         uid = old.uid or _uid(next(self._uid_counter), f"{old.namespace}/{old.name}")
         created = old.creation_timestamp if old.creation_timestamp is not None else self.now
-        meta["uid"] = uid
-        if old.namespace:
-            meta["namespace"] = old.namespace  # the API server defaults it, so the grouper sees it
-        meta["creationTimestamp"] = format_timestamp(created)
-        body["metadata"] = meta
+        stamped = old.stamped(uid=uid, created=created)
+        if isinstance(obj, Pod):
+            return msgspec.structs.replace(obj, meta=stamped), None
+        body = stamped_document(raw, stamped)
         cls = type(obj)
         fields = {f: getattr(obj, f) for f in obj.__dataclass_fields__}
-        fields["meta"] = old.stamped(uid=uid, created=created)
+        fields["meta"] = stamped
         if cls is Workload:
             fields["raw"] = body
         return cls(**fields), body
@@ -199,15 +200,18 @@ class Simulation:
     def create(self, obj: ApiObject, raw: Mapping[str, Any]) -> None:
         obj, body = self._stamp(obj, raw)
         meta = obj.meta
+        if body is None:  # a pod (of kind Pod in group ""): found by `lookup` among the pods
+            assert isinstance(obj, Pod)
+            self._note("Created", f"Pod/{meta.namespace}/{meta.name}" if meta.namespace else f"Pod/{meta.name}", "")
+            self._add_pod(obj, raw)
+            return
         kind = str(body.get("kind", ""))
         self.raw_objects[(meta.namespace, group_of(str(body.get("apiVersion", ""))), kind, meta.name)] = body
-        if isinstance(obj, Pod | PodGroup | Workload) or self.now > self.start:
+        if isinstance(obj, PodGroup | Workload) or self.now > self.start:
             self._note(
                 "Created", f"{kind}/{meta.namespace}/{meta.name}" if meta.namespace else f"{kind}/{meta.name}", ""
             )
-        if isinstance(obj, Pod):  # the most of them first
-            self._add_pod(obj, body)
-        elif isinstance(obj, Node):
+        if isinstance(obj, Node):
             self.nodes[obj.name] = obj
         elif isinstance(obj, Queue):
             self.queues[obj.name] = obj
@@ -222,7 +226,7 @@ class Simulation:
         elif isinstance(obj, Namespace):
             pass
 
-    def _add_pod(self, pod: Pod, body: dict[str, Any]) -> None:
+    def _add_pod(self, pod: Pod, source: Mapping[str, Any]) -> None:
         ours = pod.scheduler_name == SCHEDULER_NAME
         observed = cluster_pods.observe(pod)
         status, node = observed.status, observed.node
@@ -243,7 +247,7 @@ class Simulation:
         groups = cluster_pods.gpu_groups(pod.meta.labels)
         sim = SimPod(
             pod=pod,
-            raw=body,
+            source=source,
             ours=ours,
             status=status,
             node=node,
@@ -273,9 +277,15 @@ class Simulation:
 
     def lookup(self, namespace: str, api_version: str, kind: str, name: str) -> Mapping[str, Any] | None:
         """An object by namespace, group (from `api_version`) and kind, as the pod grouper asks for it."""
-        found = self.raw_objects.get((namespace, group_of(api_version), kind, name))
+        group = group_of(api_version)
+        if kind == "Pod" and group == "":
+            pod = self.pods.get(f"{namespace}/{name}")
+            if pod is None and namespace:
+                pod = self.pods.get(f"/{name}")
+            return None if pod is None else pod.raw
+        found = self.raw_objects.get((namespace, group, kind, name))
         if found is None and namespace:
-            found = self.raw_objects.get(("", group_of(api_version), kind, name))
+            found = self.raw_objects.get(("", group, kind, name))
         return found
 
     def _bind_devices(self, sim: SimPod) -> None:
@@ -311,7 +321,6 @@ class Simulation:
     def _forget_pod(self, key: str) -> None:
         self._unbind_devices(self.pods[key])
         sim = self.pods.pop(key)
-        self.raw_objects.pop((sim.pod.namespace, "", "Pod", sim.pod.name), None)
         self._collect_garbage(sim.pod.meta.uid, f"Pod {sim.pod.name}")  # e.g. an LWS leader's worker StatefulSet
 
     def delete_pod(self, key: str, *, reason: str) -> None:
@@ -342,7 +351,8 @@ class Simulation:
             return bool(uid) and any(ref.get("uid") == uid for ref in refs)
 
         for pod_key in sorted(self.pods):
-            if pod_key in self.pods and owned(self.pods[pod_key].raw):  # an earlier deletion may have taken it
+            pod = self.pods.get(pod_key)  # an earlier deletion may have taken it
+            if pod is not None and uid and any(ref.uid == uid for ref in pod.pod.meta.owner_references):
                 self.delete_pod(pod_key, reason=f"its owner {owner} was deleted")
         for other in sorted(self.workloads):
             if other in self.workloads and owned(self.workloads[other].raw):
@@ -584,7 +594,9 @@ class Simulation:
             annotations.pop(key, None)
         else:
             annotations[key] = value
-        group.podgroup = dataclasses.replace(group.podgroup, meta=dataclasses.replace(meta, annotations=annotations))
+        group.podgroup = dataclasses.replace(
+            group.podgroup, meta=msgspec.structs.replace(meta, annotations=annotations)
+        )
 
     def run(
         self,

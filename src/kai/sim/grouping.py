@@ -8,8 +8,9 @@ subgroup, and the grouper's warnings or errors become Warning events on the pod.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from kai.api import pod as api_pod
 from kai.cluster import grouping
@@ -50,5 +51,5 @@ def group_new_pods(sim: Simulation) -> None:
         if outcome.subgroup:
             pod.labels[api_pod.SUBGROUP_LABEL] = outcome.subgroup
             if pod.pod.meta.labels.get(api_pod.SUBGROUP_LABEL) != outcome.subgroup:
-                meta = dataclasses.replace(pod.pod.meta, labels=dict(pod.labels))
-                pod.pod = dataclasses.replace(pod.pod, meta=meta)
+                meta = msgspec.structs.replace(pod.pod.meta, labels=dict(pod.labels))
+                pod.pod = msgspec.structs.replace(pod.pod, meta=meta)

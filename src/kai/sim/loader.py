@@ -10,8 +10,6 @@ from __future__ import annotations
 import itertools
 import os
 import sys
-import urllib.error
-import urllib.request
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,7 +27,7 @@ URL_MAX_BYTES = 256 * 1024 * 1024
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Loaded:
-    objects: list[tuple[ApiObject, dict[str, object]]]  # typed object and its raw document
+    objects: list[tuple[ApiObject, Mapping[str, Any]]]  # typed object and its raw document (never mutated)
     skipped: list[SkippedObject]
     errors: list[InputError]
     warnings: list[InputWarning] = field(default_factory=list)  # usable input that likely does not do what was meant
@@ -60,6 +58,9 @@ def _file_error(file: str, problem: str) -> InputError:
 
 def _fetch(url: str) -> str:
     """The body of an http(s) URL as text, as `kubectl apply -f URL` reads it."""
+    import urllib.error  # only a URL needs the HTTP stack (0.03 s to import)
+    import urllib.request
+
     try:
         with urllib.request.urlopen(url, timeout=URL_TIMEOUT_SECONDS) as response:
             body: bytes = response.read(URL_MAX_BYTES + 1)
@@ -207,7 +208,7 @@ def load_paths(paths: Sequence[str], *, extra_keys: frozenset[str] = frozenset()
     beyond its own (the configured queue label key)."""
     schemas = Schemas()
     warnings: list[InputWarning] = []
-    objects: list[tuple[ApiObject, dict[str, object]]] = []
+    objects: list[tuple[ApiObject, Mapping[str, Any]]] = []
     skipped: list[SkippedObject] = []
     errors: list[InputError] = []
     queues: list[tuple[Queue, Source]] = []
@@ -243,7 +244,7 @@ def load_paths(paths: Sequence[str], *, extra_keys: frozenset[str] = frozenset()
                         if found:
                             errors.extend(found)
                             continue
-                    objects.append((read, dict(raw)))
+                    objects.append((read, raw))  # a JsonDocument: decoded if anyone reads it
                     continue
                 doc = Document(raw=raw, source=source)
                 maps = strict.metadata_maps(doc.raw)

@@ -95,6 +95,8 @@ def children_index(sim: Simulation) -> dict[str, list[Mapping[str, Any]]]:
     """Every pod (as `pod_view` shows it) and workload, under the uid of each owner it references."""
     index: dict[str, list[Mapping[str, Any]]] = {}
     for key in sorted(sim.pods):
+        if not sim.pods[key].pod.meta.owner_references:
+            continue  # an orphan is no controller's child (the parsed references are the document's)
         view = pod_view(sim, key)
         for ref in view["metadata"].get("ownerReferences") or []:
             index.setdefault(str(ref.get("uid", "")), []).append(view)
@@ -147,6 +149,8 @@ def _create(sim: Simulation, owner: Workload, raw: Mapping[str, Any]) -> bool:
 def reconcile_all(sim: Simulation, names: controllers.NameSource) -> bool:
     """Run controller passes until a pass changes nothing in the store; True if any pass did."""
     changed_any = False
+    if not sim.workloads:
+        return False  # no controller to ask
     for _ in range(MAX_PASSES):
         changed = False
         index = children_index(sim)

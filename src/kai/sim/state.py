@@ -8,9 +8,12 @@ Releasing -> gone (grace period over), Running -> Succeeded (duration elapsed).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kai.api.fields import format_timestamp
+from kai.api.meta import ObjectMeta
 from kai.api.pod import Pod
 from kai.api.podgroup import PodGroup
 from kai.cluster.effects import Condition
@@ -26,10 +29,25 @@ TRANSITIONS: dict[TaskStatus, frozenset[TaskStatus]] = {
 }
 
 
+def stamped_document(raw: Mapping[str, Any], meta: ObjectMeta) -> dict[str, Any]:
+    """The document as the API server stores it: with the uid and creation time it gave the object (`meta`,
+    as the store stamped it) and the namespace it defaulted. Shallow: only `metadata` is a new mapping,
+    the nested parts are the applied document's and are never mutated."""
+    body = dict(raw)
+    metadata = dict(body.get("metadata") or {})
+    metadata["uid"] = meta.uid
+    if meta.namespace:
+        metadata["namespace"] = meta.namespace  # the API server defaults it, so the grouper sees it
+    assert meta.creation_timestamp is not None
+    metadata["creationTimestamp"] = format_timestamp(meta.creation_timestamp)
+    body["metadata"] = metadata
+    return body
+
+
 @dataclass(slots=True)
 class SimPod:
     pod: Pod
-    raw: dict[str, Any]
+    source: Mapping[str, Any]  # the document as applied; `raw` is it as stored (read by few, so made on demand)
     ours: bool
     status: TaskStatus
     node: str | None = None
@@ -48,6 +66,15 @@ class SimPod:
     owner: tuple[str, str] | None = None  # top owner (kind, name)
     labels: dict[str, str] = field(default_factory=dict)
     annotations: dict[str, str] = field(default_factory=dict)
+    _raw: dict[str, Any] | None = field(default=None, repr=False)
+
+    @property
+    def raw(self) -> dict[str, Any]:
+        """The pod's document as the API server stores it (`stamped_document`; the store never changes a
+        pod's uid, namespace or creation time), as the pod grouper and the controllers read it."""
+        if self._raw is None:
+            self._raw = stamped_document(self.source, self.pod.meta)
+        return self._raw
 
     def move(self, to: TaskStatus) -> None:
         if to not in TRANSITIONS[self.status]:
