@@ -205,3 +205,15 @@ def test_the_configured_queue_label_key_is_known(tmp_path: pathlib.Path) -> None
 def test_valid_objects_of_every_checked_kind_pass(tmp_path: pathlib.Path) -> None:
     result = run(tmp_path, QUEUE, POD, PODGROUP, DEPLOYMENT, RAYCLUSTER)
     assert result.exit_code == 0, result.output
+
+
+def test_the_shipped_model_fields_are_lightkube_models_own() -> None:
+    """The fields kai checks built-in kinds against (`kai.api.model_fields.json`, read instead of importing
+    lightkube at start) are those of the pinned lightkube-models, in their order (which decides between
+    equally near did-you-mean guesses). If this fails after upgrading lightkube-models, rewrite the copy:
+    `python -m kai.api.model_fields`."""
+    from kai.api import model_fields, strict
+
+    shipped = model_fields.shipped()
+    assert json.dumps(shipped) == json.dumps(model_fields.from_lightkube(strict.MODEL_ROOTS))
+    assert {"core_v1.PodSpec", "core_v1.Container", "meta_v1.ObjectMeta"} <= set(shipped)

@@ -16,7 +16,9 @@ NUMBERS = st.one_of(
     st.floats(allow_nan=False, allow_infinity=False),
     st.sampled_from([1e-5, -1e-5, 1e16, 1.5e-7, 0.0001, 0.00012, 98509369.901056, 10.00005, 5e-324, -0.0]),
 )
-TEXT = st.one_of(st.text(max_size=12), st.sampled_from(["x1e5", "0.00001", "a 0.0000", "1e-", "é", "\u2028"]))
+TEXT = st.one_of(
+    st.text(max_size=12), st.sampled_from(["x1e5", "0.00001", "a 0.0000", "1e-", "3ea", "v1.00005", "é", "\u2028"])
+)
 VALUES = st.recursive(
     st.one_of(st.none(), st.booleans(), NUMBERS, TEXT),
     lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(TEXT, inner, max_size=4)),
@@ -28,6 +30,7 @@ VALUES = st.recursive(
 @given(doc=VALUES)
 def test_the_text_is_the_stdlib_text(doc: Any) -> None:
     assert json_text.dumps(doc) == json.dumps(doc, indent=2)
+    assert json_text.encode(doc) == json.dumps(doc, indent=2).encode("ascii")
 
 
 def test_numbers_msgspec_writes_differently_are_written_as_python_writes_them() -> None:

@@ -18,6 +18,7 @@ def test_install_crds_prints_both_crds_as_one_yaml_stream() -> None:
         ("apiextensions.k8s.io/v1", "CustomResourceDefinition", "queues.scheduling.run.ai"),
     ]
     assert result.output == crds.crd_yaml()
+    assert docs == list(crds.crd_manifests())  # read with libyaml: the same objects as PyYAML's own parser
 
 
 def test_required_crds_describe_the_shipped_files() -> None:

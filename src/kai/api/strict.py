@@ -6,7 +6,7 @@ such an object (server-side strict field validation), and so does kai, for every
 knows:
 
 * Kubernetes built-in kinds (Pod, Node, Deployment, Job, ...) against the pinned Kubernetes models of
-  lightkube-models, every field at every depth;
+  lightkube-models (as `kai.api.model_fields` ships their fields), every field at every depth;
 * kai's Queue and PodGroup against their CRD schemas (`kai.deploy`), fields and JSON types;
 * kinds of other operators (RayCluster, PyTorchJob, ...) have no schema here: only their metadata is
   checked.
@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import difflib
 import functools
-import importlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kai.api import model_fields
 from kai.api.errors import InputError, InputWarning, Source
 from kai.api.fields import is_mapping
 
@@ -45,6 +45,7 @@ BUILTIN_MODELS: Mapping[tuple[str, str], str] = {
     ("batch", "CronJob"): "batch_v1.CronJob",
 }
 OBJECT_META_MODEL = "meta_v1.ObjectMeta"
+MODEL_ROOTS: tuple[str, ...] = (*BUILTIN_MODELS.values(), OBJECT_META_MODEL)  # what `model_fields` ships
 
 OUR_PREFIXES = ("kai.scheduler/", "sim.kai.scheduler/")
 # Label and annotation keys under our prefixes that kai reads or writes.
@@ -120,48 +121,38 @@ class Findings:
 # ------------------------------------------------------------------ schemas from lightkube models
 
 
-_MODEL_SHAPES: dict[type, Shape] = {}
+def model_shapes(table: model_fields.Table) -> dict[str, Shape]:
+    """The shape of every model of a `model_fields` table, by name (a model contained in several is one
+    shape; one that contains itself ends)."""
+    shapes = {name: Shape(kind="object") for name in table}
+
+    def shape_of(kind: Any) -> Shape:
+        if kind == "any":
+            return ANY
+        if "model" in kind:
+            return shapes[kind["model"]]
+        if "list" in kind:
+            return Shape(kind="list", item=shape_of(kind["list"]))
+        return Shape(kind="map", item=shape_of(kind["map"]))
+
+    for name, fields in table.items():
+        shapes[name].fields.update((key, shape_of(kind)) for key, kind in fields.items())
+    return shapes
 
 
-def _model(path: str) -> type:
-    module, name = path.rsplit(".", 1)
-    cls: type = getattr(importlib.import_module(f"lightkube.models.{module}"), name)
-    return cls
+@functools.cache
+def _shipped_shapes() -> dict[str, Shape]:
+    return model_shapes(model_fields.shipped())
 
 
+@functools.cache
 def model_shape(path: str) -> Shape:
-    """The shape of a lightkube model, such as "core_v1.Pod" (built once per model class)."""
-    return _struct_shape(_model(path))
-
-
-def _struct_shape(cls: type) -> Shape:
-    import msgspec.inspect as mi  # lightkube's models are msgspec Structs
-
-    shape = _MODEL_SHAPES.get(cls)
-    if shape is not None:
-        return shape
-    shape = Shape(kind="object")
-    _MODEL_SHAPES[cls] = shape  # registered before its fields, so a model that contains itself ends
-    info = mi.type_info(cls)
-    assert isinstance(info, mi.StructType)
-    for f in info.fields:
-        shape.fields[f.encode_name] = _type_shape(f.type)
+    """The shape of a lightkube model, such as "core_v1.Pod": from the shipped table for the models kai
+    reads (`MODEL_ROOTS` and what they contain), else from lightkube-models itself."""
+    shape = _shipped_shapes().get(path)
+    if shape is None:
+        shape = model_shapes(model_fields.from_lightkube([path]))[path]
     return shape
-
-
-def _type_shape(info: Any) -> Shape:
-    import msgspec.inspect as mi
-
-    if isinstance(info, mi.UnionType):
-        options = [t for t in info.types if not isinstance(t, mi.NoneType)]
-        return _type_shape(options[0]) if len(options) == 1 else ANY
-    if isinstance(info, mi.StructType):
-        return _struct_shape(info.cls)
-    if isinstance(info, mi.ListType):
-        return Shape(kind="list", item=_type_shape(info.item_type))
-    if isinstance(info, mi.DictType):
-        return Shape(kind="map", item=_type_shape(info.value_type))
-    return ANY
 
 
 # ------------------------------------------------------------------ schemas from CRDs

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 import yaml
 
@@ -11,8 +13,11 @@ from kai.cli.collector import collector_paused
 from kai.cli.sim_help import EPILOG, print_config_help
 from kai.cli.simulate import simulate
 from kai.cli.views import names
-from kai.cli.views.capture import ClusterView, capture
 from kai.sim import output
+
+if TYPE_CHECKING:
+    from kai.cli.views.capture import ClusterView
+    from kai.sim.engine import Simulation
 
 TABLES = ("table", "wide")
 
@@ -131,6 +136,12 @@ def sim(
     if fmt not in TABLES and (timeline or pauses):
         raise click.UsageError("--timeline and --at print tables; use -o table or -o wide")
     snapshots: list[tuple[float, ClusterView]] = []
+
+    def on_pause(sim: Simulation, t: float) -> None:
+        from kai.cli.views.capture import capture  # tables only (-o json and yaml do not import them)
+
+        snapshots.append((t, capture(sim)))
+
     simulation = simulate(
         paths=paths,
         cycles=cycles,
@@ -141,16 +152,17 @@ def sim(
         start_time=start_time,
         verbose=verbose,
         pauses=pauses,
-        on_pause=lambda sim, t: snapshots.append((t, capture(sim))),
+        on_pause=on_pause,
     )
     if fmt in ("json", "yaml"):
         with collector_paused():  # the document is built and written at once, then dropped
             doc = output.build(simulation)
-            click.echo(json_text.dumps(doc) if fmt == "json" else yaml.safe_dump(doc, sort_keys=False))
+            click.echo(json_text.encode(doc) if fmt == "json" else yaml.safe_dump(doc, sort_keys=False))
         return
     from rich.console import Console  # only tables need the renderer
 
     from kai.cli.views import show as views
+    from kai.cli.views.capture import capture
 
     console = Console(highlight=False)
     final = capture(simulation)
