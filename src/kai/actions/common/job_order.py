@@ -42,12 +42,13 @@ class JobsByQueue:
     def _pick(self, candidates: list[int]) -> int | None:
         """The first of the candidates holding a job in the session's queue order, each judged with its best job."""
         session = self.session
+        held = self.held
+        holding = [q for q in candidates if held.get(q)]
+        if len(holding) < 2:
+            return holding[0] if holding else None  # the only one: no key to compare
         best: int | None = None
         best_key: tuple[object, ...] = ()
-        held = self.held
-        for q in candidates:
-            if not held.get(q):
-                continue
+        for q in holding:
             job = self._best_job(q)
             key = session.allocation_key(q, job)
             if best is None or key < best_key or (key == best_key and session.queue_order.tie(session, q, best) < 0):

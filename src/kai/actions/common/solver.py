@@ -22,6 +22,7 @@ messages once the outcome is known. Between scenarios the statement is back wher
 from __future__ import annotations
 
 import dataclasses
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -84,6 +85,32 @@ def _capacity(free: np.ndarray, shapes: np.ndarray) -> np.ndarray:
     per = np.where(asked[:, None, :], (free[None, :, :] + EPS) / np.where(asked, shapes, 1.0)[:, None, :], np.inf)
     cap = np.floor(per.min(axis=2))
     return np.where(np.isfinite(cap), cap, float(UNBOUNDED))
+
+
+_ROOMS: weakref.WeakKeyDictionary[Session, dict[bytes, tuple[npt.NDArray[np.int64], np.ndarray]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _free_capacity(session: Session, free: np.ndarray, shapes: np.ndarray) -> np.ndarray:
+    """`_capacity(free, shapes)` for `free` = every node's idle plus releasing room, kept per shape set for
+    the session and computed again only on the nodes a statement changed since (`node_version`): each
+    node's count depends on that node's room alone. The kept array: read it, never write it."""
+    rooms = _ROOMS.get(session)
+    if rooms is None:
+        rooms = _ROOMS[session] = {}
+    key = shapes.tobytes() + bytes(shapes.shape[1:])
+    known = rooms.get(key)
+    versions = session.node_version
+    if known is None:
+        cap = _capacity(free, shapes)
+    else:
+        seen, cap = known
+        changed = np.flatnonzero(versions != seen)
+        if changed.size:
+            cap[:, changed] = _capacity(free[changed], shapes)
+    rooms[key] = (versions.copy(), cap)
+    return cap
 
 
 class _Search:
@@ -227,7 +254,7 @@ class _Scan:
         self.shapes, self.counts = _shapes(tasks)
         self.base = session.idle + session.releasing
         self.freed = np.zeros_like(self.base)
-        self.cap_base = np.where(self.mask[None, :], _capacity(self.base, self.shapes), 0.0)
+        self.cap_base = np.where(self.mask[None, :], _free_capacity(session, self.base, self.shapes), 0.0)
         self.cap = self.cap_base.copy()
         self.total = self.cap.sum(axis=1)
         self.taken: list[VictimUnit] = []

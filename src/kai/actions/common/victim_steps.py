@@ -192,48 +192,43 @@ class QueueSteps:
                 added.append((keys[-1], step, job))
             if keys:
                 self.keys_of[job.index] = keys
-        if removed:
-            self._remove(removed)
-        if added:
-            self._add(sorted(added, key=lambda a: a[0]))
+        if removed or added:
+            self._update(removed, sorted(added, key=lambda a: a[0]))
 
-    def _remove(self, keys: list[tuple[object, ...]]) -> None:
-        at = sorted(bisect.bisect_left(self.keys, k) for k in keys)
-        starts = self.row_start
-        keep_rows = np.ones(self.row_node.size, dtype=np.bool_)
-        for p in at:
-            keep_rows[starts[p] : starts[p + 1]] = False
-        for p in reversed(at):
+    def _update(self, removed: list[tuple[object, ...]], added: list[tuple[tuple[object, ...], PlanStep, Job]]) -> None:
+        """Take out the steps keyed `removed` and put in the `added` ones (sorted by key) where their keys
+        go, each array rebuilt once: an added step goes before the kept step its key comes before."""
+        old = len(self.keys)
+        keep = np.ones(old, dtype=np.bool_)
+        gone = sorted(bisect.bisect_left(self.keys, k) for k in removed)
+        keep[gone] = False
+        for p in reversed(gone):
             del self.keys[p], self.priority[p]
-        self.units = np.delete(self.units, at)
-        self.holds = np.delete(self.holds, at, axis=0)
-        self.nrows = np.delete(self.nrows, at)
-        self.row_node, self.row_frees = self.row_node[keep_rows], self.row_frees[keep_rows]
-        self._changed()
-
-    def _add(self, added: list[tuple[tuple[object, ...], PlanStep, Job]]) -> None:
-        at = [bisect.bisect_left(self.keys, key) for key, _, _ in added]  # in the arrays as they are
-        starts = self.row_start
-        units = np.empty(len(added), dtype=object)
-        nrows: list[int] = []
-        row_at: list[int] = []
-        nodes: list[int] = []
-        frees: list[npt.NDArray[np.float64]] = []
-        for k, (_, step, _) in enumerate(added):
-            units[k] = step.unit
-            nrows.append(len(step.nodes))
-            row_at += [int(starts[at[k]])] * len(step.nodes)
-            nodes += step.nodes
-            frees.append(step.frees)
-        self.units = np.insert(self.units, at, units)
-        self.holds = np.insert(self.holds, at, [step.holds for _, step, _ in added], axis=0)
-        self.nrows = np.insert(self.nrows, at, nrows)
-        self.row_node = np.insert(self.row_node, row_at, nodes)
-        self.row_frees = np.insert(self.row_frees, row_at, np.concatenate(frees), axis=0)
+        at = [bisect.bisect_left(self.keys, key) for key, _, _ in added]  # among the kept steps
         for k in reversed(range(len(added))):
             key, _, job = added[k]
             self.keys.insert(at[k], key)
             self.priority.insert(at[k], job.priority)
+        kept = np.flatnonzero(keep)
+        slot = np.concatenate([2 * np.arange(kept.size, dtype=np.int64) + 1, 2 * np.asarray(at, dtype=np.int64)])
+        src = np.concatenate([kept, old + np.arange(len(added), dtype=np.int64)])[np.argsort(slot, kind="stable")]
+        units = np.empty(len(added), dtype=object)
+        nodes: list[int] = []
+        for k, (_, step, _) in enumerate(added):
+            units[k] = step.unit
+            nodes += step.nodes
+        resources = self.row_frees.shape[1]
+        frees = np.concatenate([step.frees for _, step, _ in added]) if added else np.zeros((0, resources))
+        holds = np.array([step.holds for _, step, _ in added], dtype=np.float64).reshape(len(added), 3)
+        nrows = np.array([len(step.nodes) for _, step, _ in added], dtype=np.int64)
+        rows = self.row_node.size
+        starts = np.concatenate([self.row_start[:-1], rows + np.cumsum(nrows) - nrows])[src]
+        self.units = np.concatenate([self.units, units])[src]
+        self.holds = np.concatenate([self.holds, holds])[src]
+        self.nrows = np.concatenate([self.nrows, nrows])[src]
+        row_src = _ranges(starts, self.nrows, int(self.nrows.sum()))
+        self.row_node = np.concatenate([self.row_node, np.asarray(nodes, dtype=np.int64)])[row_src]
+        self.row_frees = np.concatenate([self.row_frees, frees])[row_src]
         self._changed()
 
     def victim_keys(self) -> Keys:
