@@ -87,6 +87,28 @@ def test_bounded_walk_in_small_blocks_same_decisions(spec: dict[str, int], monke
     assert _decisions(fast) == _decisions(walked)
 
 
+@pytest.mark.parametrize("spec", CLUSTERS[:3], ids=lambda s: f"{s['nodes']}n-{s['queues']}q")
+def test_steps_kept_in_step_are_the_steps_built_afresh(spec: dict[str, int], monkeypatch: pytest.MonkeyPatch) -> None:
+    """After every update during a whole cycle (commits, rollbacks, preempt taking reclaim's steps over), a
+    queue's steps are those built from scratch for the same pool: the same units, holdings, rows."""
+    checked = []
+    sync = victim_steps.QueueSteps.sync
+
+    def checked_sync(self: victim_steps.QueueSteps) -> None:
+        sync(self)
+        fresh = victim_steps.QueueSteps(self.pool, self.queue)
+        sync(fresh)
+        assert list(fresh.units) == list(self.units)
+        assert fresh.holds.tolist() == self.holds.tolist() and fresh.nrows.tolist() == self.nrows.tolist()
+        assert fresh.row_node.tolist() == self.row_node.tolist()
+        assert fresh.row_frees.tolist() == self.row_frees.tolist()
+        checked.append(self.queue)
+
+    monkeypatch.setattr(victim_steps.QueueSteps, "sync", checked_sync)
+    assert run_cycle(_snapshot(spec), SchedulerConfig()).evictions
+    assert len(checked) > len(set(checked)) > 1  # several queues, each kept in step more than once
+
+
 def _decisions(result: CycleResult) -> dict[str, object]:
     return {f.name: getattr(result, f.name) for f in dataclasses.fields(result)}
 

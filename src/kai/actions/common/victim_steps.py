@@ -103,7 +103,7 @@ class QueueSteps:
         self.row_node = np.zeros(0, dtype=np.int64)
         self.row_frees = np.zeros((0, resources))
         self._starts: npt.NDArray[np.int64] | None = None
-        self._keys: tuple[tuple[float, float, float], Keys] | None = None
+        self._keys: tuple[tuple[float, float, float], Keys, npt.NDArray[np.float64]] | None = None
         self._row_step: npt.NDArray[np.int64] | None = None  # derived from the steps, dropped when they change
         self._freeing: dict[tuple[int, ...], BoolVector] = {}
 
@@ -178,22 +178,48 @@ class QueueSteps:
         for i in changed:
             job = self.jobs[int(i)]
             plan = self.pool.plan(job)
-            if self.plans.get(job.index) is plan:
+            old = self.plans.get(job.index)
+            if old is plan:
                 continue  # rolled back to the state the steps were built from
             self.plans[job.index] = plan
-            removed += self.keys_of.pop(job.index, [])
+            old_keys = self.keys_of.pop(job.index, [])
+            lost = _lost_head(old, plan)
             keys: list[tuple[object, ...]] = []
+            kept: set[tuple[object, ...]] = set()  # old keys of steps that stay where they are
             for s, step in enumerate(plan):
                 # the first step by the job's entry in the pool, the next ones by the key the job is
                 # re-ranked with after each (the cursor's merge of entries and re-queued jobs)
                 rank = self.entry_key[job.index] if s == 0 else plan[s - 1].requeue
                 assert rank is not None
+                if lost is not None and old_keys[lost + s][:-1] == rank:
+                    # the same step as before, ranked the same: it keeps its key and its place (only
+                    # the step number differs, which orders the job's own steps alike)
+                    keys.append(old_keys[lost + s])
+                    kept.add(keys[-1])
+                    continue
                 keys.append((*rank, s))
                 added.append((keys[-1], step, job))
+            removed += [key for key in old_keys if key not in kept]
             if keys:
                 self.keys_of[job.index] = keys
-        if removed or added:
+        if added:
             self._update(removed, sorted(added, key=lambda a: a[0]))
+        elif removed:
+            self._drop(removed)
+
+    def _drop(self, removed: list[tuple[object, ...]]) -> None:
+        """Take out the steps keyed `removed` (the others keep their order)."""
+        keep = np.ones(len(self.keys), dtype=np.bool_)
+        gone = sorted(bisect.bisect_left(self.keys, k) for k in removed)
+        keep[gone] = False
+        for p in reversed(gone):
+            del self.keys[p], self.priority[p]
+        rows = np.repeat(keep, self.nrows)
+        self.units, self.holds, self.nrows = self.units[keep], self.holds[keep], self.nrows[keep]
+        self.row_node, self.row_frees = self.row_node[rows], self.row_frees[rows]
+        freeing = {resources: mask[keep] for resources, mask in self._freeing.items()}
+        self._changed()
+        self._freeing = freeing
 
     def _update(self, removed: list[tuple[object, ...]], added: list[tuple[tuple[object, ...], PlanStep, Job]]) -> None:
         """Take out the steps keyed `removed` and put in the `added` ones (sorted by key) where their keys
@@ -239,8 +265,15 @@ class QueueSteps:
         if self._keys is None or self._keys[0] != allocated:
             victims = _exclusive_cumsum(self.holds) + self.holds
             head, varying, tail = session.queue_order.victim_keys(session, self.queue, allocated, victims)
-            self._keys = (allocated, (head, np.asarray(varying, dtype=np.float64), tail))
+            values = np.asarray(varying, dtype=np.float64)
+            self._keys = (allocated, (head, values, tail), -values)
         return self._keys[1]
+
+    def descending(self) -> npt.NDArray[np.float64]:
+        """The varying part of `victim_keys`, negated (ascending from step to step)."""
+        self.victim_keys()
+        assert self._keys is not None
+        return self._keys[2]
 
     def usable(self, below_priority: int | None) -> int:
         """How many of the steps an action may take: all, or those of jobs below a priority (a prefix)."""
@@ -261,7 +294,7 @@ class OrderedVictims:
         self.limit = [q.usable(below_priority) for q in self.queues]
         keys = [q.victim_keys() for q in self.queues]
         self.varying = [varying for _, varying, _ in keys]
-        self.descending = [-varying[:limit] for varying, limit in zip(self.varying, self.limit, strict=True)]
+        self.descending = [q.descending()[:limit] for q, limit in zip(self.queues, self.limit, strict=True)]
         self.head_rank = np.asarray(_dense_ranks([head for head, _, _ in keys]), dtype=np.int64)
         self.tail_rank = np.asarray(_dense_ranks([tail for _, _, tail in keys]), dtype=np.int64)
         self.tie_rank = np.asarray(ties, dtype=np.int64)
@@ -522,6 +555,9 @@ class Combined:
         self.varying = np.concatenate([v[: len(q.keys)] for q, v in zip(queues, varying, strict=True)])
         self.row_node = np.concatenate([q.row_node for q in queues])
         self.row_step = np.concatenate([q.row_step + self.offset[k] for k, q in enumerate(queues)])
+        # per step, where its rows start among all rows, and how many it has
+        self.row_start = np.concatenate([q.row_start[:-1] + self.row_offset[k] for k, q in enumerate(queues)])
+        self.nrows = np.concatenate([q.nrows for q in queues])
 
     def freeing(self, resources: tuple[int, ...]) -> BoolVector:
         """[steps]: frees some amount of one of these resources on some node."""
@@ -537,18 +573,10 @@ class Combined:
 
     def step_rows(self, ids: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         """The rows of these steps, a step's rows together: (each row's place in `ids`, the row)."""
-        starts = np.empty(ids.size, dtype=np.int64)
-        counts = np.empty(ids.size, dtype=np.int64)
-        queue = self.queue_of[ids]
-        for k in np.unique(queue).tolist():
-            chosen = queue == k
-            at = self.place[ids[chosen]]
-            steps = self.queues[k]
-            starts[chosen] = steps.row_start[at] + self.row_offset[k]
-            counts[chosen] = steps.nrows[at]
+        counts = self.nrows[ids]
         total = int(counts.sum())
         place = np.repeat(np.arange(ids.size, dtype=np.int64), counts)
-        return place, _ranges(starts, counts, total)
+        return place, _ranges(self.row_start[ids], counts, total)
 
     def frees(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
         """What these rows free [rows, R]."""
@@ -576,6 +604,18 @@ def _advance(at: list[int], queue_of: npt.NDArray[np.int64], index: npt.NDArray[
         taken = index[queue_of == q]
         if taken.size:
             at[q] = int(taken[-1]) + 1
+
+
+def _lost_head(old: tuple[PlanStep, ...] | None, plan: tuple[PlanStep, ...]) -> int | None:
+    """How many steps a job's plan lost from its head when the rest are its old steps (the same units,
+    holdings and re-rank keys: a job that lost its first surplus pods), else None."""
+    if old is None or len(plan) > len(old):
+        return None
+    lost = len(old) - len(plan)
+    for new, before in zip(plan, old[lost:], strict=True):
+        if new.unit != before.unit or new.holds != before.holds or new.requeue != before.requeue:
+            return None
+    return lost
 
 
 def _ranges(starts: npt.NDArray[np.int64], counts: npt.NDArray[np.int64], total: int) -> npt.NDArray[np.int64]:

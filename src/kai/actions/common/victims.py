@@ -16,6 +16,7 @@ import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
+import msgspec
 import numpy as np
 import numpy.typing as npt
 
@@ -27,9 +28,9 @@ ROOT = -1  # the parent of the top queues in the victim order's tree
 BATCH = 64  # plans made together from this many jobs on (each pass reads every pod's state)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class VictimUnit:
-    """Pods evicted together: one surplus pod, or everything the job still runs."""
+class VictimUnit(msgspec.Struct, frozen=True, kw_only=True):
+    """Pods evicted together: one surplus pod, or everything the job still runs. (A msgspec Struct, as
+    `Task`: victim plans make one per step, and a Struct is built several times faster.)"""
 
     job: int
     tasks: tuple[int, ...]
@@ -59,13 +60,17 @@ def with_pending(session: Session) -> npt.NDArray[np.bool_]:
 
 def candidates(session: Session) -> npt.NDArray[np.bool_]:
     """`is_candidate` of every job at once [J]: its running pods counted against its alive pods."""
+    return _candidates_and_alive(session)[0]
+
+
+def _candidates_and_alive(session: Session) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.int64]]:
+    """`candidates`, and every job's alive pods (`Session.alive_count`) [J]."""
     memo = _memo(session)
     jobs = len(session.snapshot.jobs)
     status = session.status
     running = np.bincount(memo.task_job[status == TaskStatus.RUNNING], minlength=jobs)
     alive = np.bincount(memo.task_job[np.isin(status, _ALIVE)], minlength=jobs)
-    out: npt.NDArray[np.bool_] = memo.eligible & (running > 0) & (running == alive)
-    return out
+    return memo.eligible & (running > 0) & (running == alive), alive
 
 
 def protected_by_guards(session: Session, action: str, preemptor: Job, victim: Job) -> bool:
@@ -153,10 +158,12 @@ class VictimPool:
         self.session = session
         self.by_queue: dict[int, list[tuple[tuple[int, int, float, int], Job]]] = {}
         jobs = session.snapshot.jobs
-        for j in np.flatnonzero(candidates(session)).tolist():
+        candidate, alive = _candidates_and_alive(session)
+        chosen = np.flatnonzero(candidate)
+        for j, alive_total in zip(chosen.tolist(), alive[chosen].tolist(), strict=True):
             job = jobs[j]
             if admit(job):
-                key = (job.priority, _bucket(job, session.alive_count(job)), -job.creation, -job.index)
+                key = (job.priority, _bucket(job, alive_total), -job.creation, -job.index)
                 self.by_queue.setdefault(job.queue, []).append((key, job))
         for entries in self.by_queue.values():
             entries.sort(key=lambda e: e[0])
@@ -188,8 +195,7 @@ class VictimPool:
             return  # `plan` makes each when asked
         session = self.session
         memo = _memo(session)
-        candidate = candidates(session)
-        alive = np.bincount(memo.task_job[np.isin(session.status, _ALIVE)], minlength=len(session.snapshot.jobs))
+        candidate, alive = _candidates_and_alive(session)
         order_tasks, status, plans = session.job_order_tasks, session.status, self._plans
         whole: list[tuple[Job, bytes]] = []
         elastic: list[tuple[Job, bytes]] = []
@@ -238,8 +244,7 @@ class VictimPool:
             yield unit
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class PlanStep:
+class PlanStep(msgspec.Struct, frozen=True, kw_only=True, eq=False):
     """One unit of a job's victim plan, what the job holds when it is taken, and its re-rank key after;
     the nodes its pods run on and what it frees on each (`frees`)."""
 
