@@ -387,7 +387,8 @@ def target_9(sizes: Sizes) -> list[Figure]:
                 f"{row['first_rest']:.2f} s ({row['first_rest'] / cycle:.2f}x)",
                 goal="(reported)",
                 anchor=f"the cycle {row['cycle']:.2f} s CPU; later cycles at rest {row['later_rest']:.2f} s "
-                f"({row['later_rest'] / cycle:.2f}x); {converge}, {int(row['verified']):,} with a fix",
+                f"({row['later_rest'] / cycle:.2f}x); {converge}, {int(row['verified']):,} with a fix; "
+                f"kai explain queue {row['queue_view']:.2f} s ({int(row['queue_waiting']):,} waiting jobs)",
             )
         )
     return rows

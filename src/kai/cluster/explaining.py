@@ -379,11 +379,16 @@ def podgroup_document(ctx: analysis.Context, key: str, estimate: Estimator) -> d
     return render.podgroup_document(_estimated(engine.explain_job(ctx, job, budget=engine.DRY_RUNS_PER_JOB), estimate))
 
 
-def queue_document(ctx: analysis.Context, name: str, estimate: Estimator) -> dict[str, Any]:
-    """`kai explain queue`: the queue, and its waiting jobs explained with their estimated starts."""
+def queue_document(
+    ctx: analysis.Context, name: str, estimate: Estimator, *, known: Mapping[str, model.Explanation] | None = None
+) -> dict[str, Any]:
+    """`kai explain queue`: the queue, and its waiting jobs explained with their estimated starts (only
+    those: `engine.explain_listed`, with the fixes the cycle found, `known`, where the view's dry runs
+    do not reach)."""
     if name not in ctx.snapshot.queue_by_name:
         raise NotFound(f"queue {name} does not exist")
-    explanations = engine.explain(ctx)
+    shown = queue_views.waiting_in(ctx, name)
+    explanations = engine.explain_listed(ctx, shown, dry_runs=engine.view_dry_runs(ctx.snapshot), known=known)
     waiting = [k for k, e in explanations.items() if e.phase in (model.PENDING, model.PIPELINED) and e.reasons]
     estimates = estimate([explanations[key] for key in waiting])
     for key in waiting:

@@ -527,9 +527,8 @@ def _waiting_for_victims(ctx: Context, job: Job) -> model.Reason:
     mine = set(job.tasks)
     nodes = sorted({int(session.node[t]) for t in mine if session.status[t] == TaskStatus.PIPELINED})
     victims = [e for e in session.evictions if e.preemptor == job.key]
-    releasing = [
-        t for t in snap.tasks if session.status[t.index] == TaskStatus.RELEASING and int(session.node[t.index]) in nodes
-    ]
+    held = np.flatnonzero((session.status == TaskStatus.RELEASING) & np.isin(session.node, nodes))
+    releasing = [snap.tasks[int(t)] for t in held]
     node_names = [snap.nodes.names[n] for n in nodes]
     evidence: dict[str, object] = {
         "nodes": node_names,

@@ -10,7 +10,7 @@ simulator simulates forward; a live cluster has no durations to simulate with).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from kai.core.model import Job, Snapshot
@@ -20,6 +20,7 @@ from kai.explain import analysis, model, position, suggest
 DRY_RUNS_PER_JOB = 6  # suggestion dry cycles per job in `kai explain`
 CYCLE_DRY_RUNS_PER_JOB = 3  # dry cycles a waiting job may spend on its first fix in a cycle
 CYCLE_DRY_RUN_PODS = 2_000  # a cycle's dry runs: about one cycle of this many pods
+VIEW_DRY_RUN_PODS = 20_000  # a view's dry runs (`view_dry_runs`): about one cycle of this many pods
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,11 +44,18 @@ def context(
     return analysis.Context(snapshot=snapshot, config=config, session=session, facts=facts, thorough=thorough)
 
 
-def explain_job(ctx: analysis.Context, job: Job, *, budget: int, with_position: bool = True) -> model.Explanation:
+def explain_job(
+    ctx: analysis.Context,
+    job: Job,
+    *,
+    budget: int,
+    with_position: bool = True,
+    shared: suggest.DryRuns | None = None,
+) -> model.Explanation:
     """One PodGroup: why it waits (nothing if it runs), what would make it run, where it stands.
 
-    `budget` caps the dry cycles spent verifying suggestions (0: reasons only); `with_position` also
-    works out its place in its queue.
+    `budget` caps the dry cycles spent verifying suggestions (0: reasons only), each also taken from
+    `shared` if given; `with_position` also works out its place in its queue.
     """
     session = ctx.session
     state = analysis.phase(session, job)
@@ -55,7 +63,7 @@ def explain_job(ctx: analysis.Context, job: Job, *, budget: int, with_position: 
     reasons = analysis.job_reasons(ctx, job, state) if waits else []
     found: tuple[model.Suggestion, ...] = ()
     if reasons and state == model.PENDING and budget > 0:
-        found = suggest.suggestions(ctx, job, reasons, budget=budget)
+        found = suggest.suggestions(ctx, job, reasons, budget=budget, shared=shared)
     return model.Explanation(
         namespace=job.namespace,
         name=job.name,
@@ -83,6 +91,44 @@ def explain(
     """Explanations by PodGroup namespace/name, for the given jobs (default: every job)."""
     chosen = ctx.snapshot.jobs if jobs is None else jobs
     return {job.key: explain_job(ctx, job, budget=budget) for job in chosen}
+
+
+def view_dry_runs(snapshot: Snapshot) -> int:
+    """How many dry cycles a view of many jobs (`kai explain queue`) may spend on their suggestions:
+    about `VIEW_DRY_RUN_PODS` pods' worth of cycles (every job its `DRY_RUNS_PER_JOB` on a small
+    cluster; one on a cluster of that many pods, none above)."""
+    return VIEW_DRY_RUN_PODS // max(1, len(snapshot.tasks))
+
+
+def explain_listed(
+    ctx: analysis.Context,
+    jobs: Sequence[Job],
+    *,
+    dry_runs: int,
+    known: Mapping[str, model.Explanation] | None = None,
+) -> dict[str, model.Explanation]:
+    """What a view says of the waiting jobs it lists, in line (`kai explain queue`): every one's reasons
+    and its place in its queue (each queue ordered once); its verified suggestions while the view's
+    `dry_runs` last, `DRY_RUNS_PER_JOB` at most each; past them, the fix a cycle found for it
+    (`known`: the cycle's explanations) if its reasons are still the same."""
+    pool = suggest.DryRuns(dry_runs)
+    places = position.positions(ctx.session, jobs)
+    earlier = known or {}
+    out: dict[str, model.Explanation] = {}
+    for job in jobs:
+        explanation = explain_job(ctx, job, budget=min(DRY_RUNS_PER_JOB, pool.left), with_position=False, shared=pool)
+        before = earlier.get(job.key)
+        if (
+            not explanation.suggestions
+            and before is not None
+            and suggest.signature(before.reasons) == suggest.signature(explanation.reasons)
+        ):
+            explanation = dataclasses.replace(explanation, suggestions=before.suggestions)
+        place = places.get(job.key)
+        if place is None:
+            place = _position(ctx.session, job, explanation.suggestions)
+        out[job.key] = dataclasses.replace(explanation, position=place)
+    return out
 
 
 def waiting_jobs(session: Session) -> list[Job]:

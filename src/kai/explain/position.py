@@ -9,6 +9,7 @@ the proportion plugin (queue priority, then fair share), whose inputs are report
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 
 from kai.core.model import Job
 from kai.core.session import Session
@@ -33,6 +34,21 @@ def position(session: Session, job: Job) -> model.Position | None:
     return _place(session, job, peers)
 
 
+def positions(session: Session, jobs: Iterable[Job]) -> dict[str, model.Position]:
+    """`position` of each of the jobs that waits in a leaf queue, by PodGroup namespace/name: each
+    queue's waiting jobs are found and ordered once, however many of them are asked for."""
+    chosen = [j for j in jobs if waiting(session, j)]
+    queues = {j.queue for j in chosen}
+    peers: dict[int, list[Job]] = {q: [] for q in queues}
+    for j in session.snapshot.jobs:
+        if j.queue in peers and waiting(session, j):
+            peers[j.queue].append(j)
+    for line in peers.values():
+        line.sort(key=session.job_key)
+    places = {q: {j.index: i for i, j in enumerate(line)} for q, line in peers.items()}
+    return {j.key: _placed(session, j, peers[j.queue], places[j.queue][j.index]) for j in chosen}
+
+
 def position_after(session: Session, job: Job, fix: model.Suggestion) -> model.Position | None:
     """Where a pending job that waits in no queue (its queue or its priority class is unusable) would
     stand once its fix is made: among the jobs waiting now in the leaf queue the fix leaves it in,
@@ -53,6 +69,11 @@ def _place(session: Session, job: Job, peers: list[Job]) -> model.Position:
     """The job's place among `peers` (itself included), in the session's job order."""
     peers.sort(key=session.job_key)
     index = next(i for i, j in enumerate(peers) if j.index == job.index)
+    return _placed(session, job, peers, index)
+
+
+def _placed(session: Session, job: Job, peers: list[Job], index: int) -> model.Position:
+    """The job's place, `index` in `peers` (in the session's job order)."""
     ahead = tuple(
         model.Ahead(
             podgroup=j.key,

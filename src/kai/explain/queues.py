@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from kai.actions.common.victims import VictimPool
-from kai.core.model import TaskStatus
+from kai.core.model import Job, TaskStatus
 from kai.core.resources import MB
 from kai.explain import analysis, model, position, render, words
 from kai.plugins.proportion.division import deserved_portion
@@ -40,10 +40,7 @@ def queue_document(ctx: analysis.Context, name: str, explanations: dict[str, mod
     allocated = session.queue_allocated[q]
     borrowed = [max(0.0, float(allocated[r] - quota[r])) if quota[r] != -1 else 0.0 for r in range(3)]
     subtree = _subtree(ctx, q)
-    waiting = sorted(
-        (j for j in snap.jobs if j.queue in subtree and position.waiting(session, j)),
-        key=lambda j: (snap.queues[j.queue].name, session.job_key(j)),
-    )
+    waiting = waiting_in(ctx, name)
     pool = VictimPool(session)
     over = [float(allocated[r] - session.fair_share[q, r]) for r in range(3)]
     reclaimable = [
@@ -79,6 +76,17 @@ def queue_document(ctx: analysis.Context, name: str, explanations: dict[str, mod
         "reclaimCandidates": reclaimable,
         "waiting": [render.podgroup_document(explanations[j.key]) for j in waiting if j.key in explanations],
     }
+
+
+def waiting_in(ctx: analysis.Context, name: str) -> list[Job]:
+    """The jobs waiting in the queue's subtree, as the document lists them: by leaf queue name, then in
+    the session's job order."""
+    snap, session = ctx.snapshot, ctx.session
+    subtree = _subtree(ctx, snap.queue_by_name[name])
+    return sorted(
+        (j for j in snap.jobs if j.queue in subtree and position.waiting(session, j)),
+        key=lambda j: (snap.queues[j.queue].name, session.job_key(j)),
+    )
 
 
 def _subtree(ctx: analysis.Context, queue: int) -> set[int]:

@@ -72,10 +72,10 @@ def signature(reasons: Sequence[model.Reason]) -> tuple[tuple[str, str], ...]:
 
 
 def suggestions(
-    ctx: analysis.Context, job: Job, reasons: list[model.Reason], *, budget: int
+    ctx: analysis.Context, job: Job, reasons: list[model.Reason], *, budget: int, shared: DryRuns | None = None
 ) -> tuple[model.Suggestion, ...]:
     """Verified suggestions for the job, smallest first, one per kind of change (at most `budget` dry
-    cycles)."""
+    cycles, each also taken from `shared` if given)."""
     out: list[model.Suggestion] = []
     families: set[str] = set()
     for size, text, candidate, found in _ranked(ctx, job, reasons):
@@ -83,6 +83,8 @@ def suggestions(
             break
         if candidate[0].family in families:
             continue  # a smaller change of the same kind already works
+        if shared is not None and not shared.take():
+            break
         budget -= 1
         fixed = _fixed_if_it_runs(ctx, job, candidate)
         if fixed is not None:

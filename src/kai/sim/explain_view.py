@@ -51,7 +51,7 @@ def podgroup(sim: Simulation, key: str, *, horizon: float) -> dict[str, Any]:
 
 
 def queue(sim: Simulation, name: str, *, horizon: float) -> dict[str, Any]:
-    return explaining.queue_document(context(sim), name, estimator(sim, horizon=horizon))
+    return explaining.queue_document(context(sim), name, estimator(sim, horizon=horizon), known=sim.explanations)
 
 
 def pod(sim: Simulation, key: str, *, horizon: float) -> dict[str, Any]:
