@@ -78,9 +78,10 @@ def test_either_manifests_or_a_cluster() -> None:
 
 
 def test_a_queue_view_simulates_starts_after_a_fix_for_the_first_jobs_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each start after a fix costs a fork of the simulation: past `AFTER_FIX_FORKS` a queue's view
-    says the start after the fix was not simulated, instead of giving none."""
-    monkeypatch.setattr(forecast, "AFTER_FIX_FORKS", 1)
+    """Each start after a fix costs a fork of the simulation, fewer as the cluster grows: past them a
+    queue's view says the start after the fix was not simulated, instead of giving none. Here the
+    cluster's 3 pods are as many as `AFTER_FIX_PODS` allows for: one fork."""
+    monkeypatch.setattr(forecast, "AFTER_FIX_PODS", 3)
     result = CliRunner().invoke(main, ["explain", "queue", "team", "-f", str(REST / "three-wait.yaml"), "-o", "json"])
     assert result.exit_code == 0, result.output
     first, second = json.loads(result.stdout)["waiting"]

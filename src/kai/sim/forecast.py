@@ -9,7 +9,8 @@ workload waiting either on pods that never end (no duration) or until something 
 A workload that does not start as things are gets the start it would have once its first verified
 fix is made now: another fork, with the fix's merge patches applied (`kai.sim.patching`), simulated
 forward the same way. Each such workload costs one more fork, so a view that estimates many of them
-(`kai explain queue`) simulates the first `AFTER_FIX_FORKS` in line and says so of the others.
+(`kai explain queue`) simulates the first few in line (`after_fix_forks`: fewer on a larger cluster)
+and says so of the others.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from kai.sim.engine import EventRecord, Simulation
 FINISHED = {"Completed": ("finishes", "finish"), "Killing": ("terminates", "terminate")}  # one pod, several
 
 
-AFTER_FIX_FORKS = 8  # forks one estimate call may spend on starts after a fix
+AFTER_FIX_FORKS = 8  # forks one estimate call may spend on starts after a fix, at most
+AFTER_FIX_PODS = 20_000  # and about this many pods simulated forward in all (at least one fork)
 NEVER = "none: it does not start unless something changes"
 NO_FIX = "no single change was found that makes it run"
 
@@ -41,7 +43,7 @@ def estimate_starts(
     names = _workload_names(sim)
     plain = _forward(sim.fork(), {e.key for e in explanations}, horizon=horizon, names=names)
     out: dict[str, model.Estimate] = {}
-    forks = AFTER_FIX_FORKS
+    allowed = forks = after_fix_forks(sim)
     for expl in explanations:
         found = plain[expl.key]
         if found.start is not None:
@@ -50,12 +52,18 @@ def estimate_starts(
             out[expl.key] = model.Estimate(start=None, text=f"{found.text}; {NO_FIX}")
         elif forks <= 0:
             fix = expl.suggestions[0].change
-            text = f"{found.text}; its start after its fix ({fix}) was not simulated (more than {AFTER_FIX_FORKS} here)"
+            text = f"{found.text}; its start after its fix ({fix}) was not simulated (more than {allowed} here)"
             out[expl.key] = model.Estimate(start=None, text=text)
         else:
             forks -= 1
             out[expl.key] = _after_fix(sim, expl, found, horizon=horizon, names=names)
     return out
+
+
+def after_fix_forks(sim: Simulation) -> int:
+    """How many starts after a fix one estimate call simulates: `AFTER_FIX_FORKS`, fewer as the cluster
+    grows (each is a fork simulated forward), never none."""
+    return max(1, min(AFTER_FIX_FORKS, AFTER_FIX_PODS // max(1, len(sim.pods))))
 
 
 def _after_fix(
