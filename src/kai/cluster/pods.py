@@ -30,7 +30,10 @@ def observe(pod: Pod) -> ObservedPod:
     if pod.node_name:
         terminating = pod.meta.deletion_timestamp is not None
         return ObservedPod(status=TaskStatus.RELEASING if terminating else TaskStatus.RUNNING, node=pod.node_name)
-    return ObservedPod(status=TaskStatus.PENDING, node=None)
+    return _PENDING
+
+
+_PENDING = ObservedPod(status=TaskStatus.PENDING, node=None)  # most pods read (frozen: one serves all)
 
 
 def gpu_groups(labels: Mapping[str, str]) -> tuple[str, ...]:

@@ -67,8 +67,9 @@ class EvictionRecord:
     preemptor: str | None
 
 
-@dataclass(slots=True)
-class EventRecord:
+class EventRecord(msgspec.Struct):
+    """An event, or a moment of the timeline (a Struct: the store records one per object it creates)."""
+
     time: float
     type: str
     reason: str

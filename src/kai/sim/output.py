@@ -6,6 +6,8 @@ always prints byte-identical output.
 
 from __future__ import annotations
 
+import operator
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -19,7 +21,6 @@ from kai.core.decisions import QueueFigures
 from kai.core.model import ALIVE, TaskStatus
 from kai.core.resources import MB
 from kai.sim.engine import Simulation
-from kai.sim.state import SimPod
 
 PHASES = {
     TaskStatus.PENDING: "Pending",
@@ -36,8 +37,12 @@ BOUND = frozenset({TaskStatus.RUNNING, TaskStatus.RELEASING})  # a pod on its no
 WAITING = frozenset({TaskStatus.PENDING, TaskStatus.PIPELINED})  # a pod not yet running: its reason shown
 
 
-def _pod_order(p: SimPod) -> tuple[str, str]:
-    return p.pod.meta.namespace, p.pod.meta.name
+_pod_order = operator.attrgetter("pod.meta.namespace", "pod.meta.name")  # (namespace, name)
+
+
+def _sorted_map(mapping: Mapping[str, str]) -> dict[str, str]:
+    """The map with its keys in order (most of a pod's maps hold one key or none: nothing to sort)."""
+    return dict(sorted(mapping.items())) if len(mapping) > 1 else dict(mapping)
 
 
 def _num(value: float) -> float:
@@ -82,6 +87,7 @@ def build(sim: Simulation) -> dict[str, Any]:
         pc = sim.priority_classes.get(pg.priority_class_name or DEFAULT_PRIORITY_CLASS)
         value = pc.value if pc is not None else 50
         preemptible_of[key] = (pg.preemptibility == "preemptible") if pg.preemptibility else value < PREEMPTIBLE_BELOW
+    pipelined = TaskStatus.PIPELINED
     for p in sorted(sim.pods.values(), key=_pod_order):
         status = p.status
         bound = status in BOUND
@@ -96,7 +102,7 @@ def build(sim: Simulation) -> dict[str, Any]:
                 "name": meta.name,
                 "phase": PHASES[status],
                 "node": p.node if bound else None,
-                "nominatedNode": p.nominated_node if status == TaskStatus.PIPELINED else None,
+                "nominatedNode": p.nominated_node if status == pipelined else None,
                 "podGroup": p.podgroup,
                 "queue": queue,
                 "gpuFraction": (share.fraction if share.fraction is not None else (p.gpu_portion or None))
@@ -105,10 +111,10 @@ def build(sim: Simulation) -> dict[str, Any]:
                 "gpuGroups": sorted(p.gpu_groups) if share is not None else [],
                 "reason": p.reason if waiting else None,
                 "message": p.message if waiting else None,
-                "labels": dict(sorted(p.labels.items())),
-                "annotations": dict(sorted(p.annotations.items())),
+                "labels": _sorted_map(p.labels),
+                "annotations": _sorted_map(p.annotations),
                 "gpuDevices": list(p.gpu_devices) if bound else [],
-                "env": dict(sorted(p.env.items())) if bound else {},
+                "env": _sorted_map(p.env) if bound else {},
                 "owner": {"kind": p.owner[0], "name": p.owner[1]} if p.owner else None,
             }
         )

@@ -9,8 +9,10 @@ Releasing -> gone (grace period over), Running -> Succeeded (duration elapsed).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from kai.api.fields import format_timestamp
 from kai.api.meta import ObjectMeta
@@ -44,8 +46,10 @@ def stamped_document(raw: Mapping[str, Any], meta: ObjectMeta) -> dict[str, Any]
     return body
 
 
-@dataclass(slots=True)
-class SimPod:
+class SimPod(msgspec.Struct):
+    """A pod in the store. A msgspec Struct rather than a dataclass: the store makes one per pod it reads
+    (50,000 at target 1's size), and a Struct of twenty fields is built several times faster."""
+
     pod: Pod
     source: Mapping[str, Any]  # the document as applied; `raw` is it as stored (read by few, so made on demand)
     ours: bool
@@ -55,7 +59,7 @@ class SimPod:
     gpu_groups: tuple[str, ...] = ()
     gpu_portion: float = 0.0
     gpu_devices: tuple[int, ...] = ()  # physical GPU indices on the node (the binder's choice)
-    env: dict[str, str] = field(default_factory=dict)  # NVIDIA_VISIBLE_DEVICES, GPU_PORTION, ...
+    env: dict[str, str] = msgspec.field(default_factory=dict)  # NVIDIA_VISIBLE_DEVICES, GPU_PORTION, ...
     start_time: float | None = None
     finish_at: float | None = None
     release_at: float | None = None
@@ -64,9 +68,9 @@ class SimPod:
     reason: str | None = None
     message: str | None = None
     owner: tuple[str, str] | None = None  # top owner (kind, name)
-    labels: dict[str, str] = field(default_factory=dict)
-    annotations: dict[str, str] = field(default_factory=dict)
-    _raw: dict[str, Any] | None = field(default=None, repr=False)
+    labels: dict[str, str] = msgspec.field(default_factory=dict)
+    annotations: dict[str, str] = msgspec.field(default_factory=dict)
+    _raw: dict[str, Any] | None = None
 
     @property
     def raw(self) -> dict[str, Any]:
