@@ -11,7 +11,7 @@ import importlib
 import click
 
 from kai import __version__
-from kai.cli import CONTEXT_SETTINGS
+from kai.cli import CONTEXT_SETTINGS, process
 
 # command name -> module and attribute of its click command
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -47,5 +47,10 @@ def main() -> None:
     """kai: a Kubernetes scheduler for AI workloads, compatible with NVIDIA's KAI Scheduler."""
 
 
+def entry() -> None:
+    """The `kai` program (see `kai.cli.process`)."""
+    process.run(main)
+
+
 if __name__ == "__main__":
-    main()
+    entry()

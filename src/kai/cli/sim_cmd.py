@@ -8,7 +8,7 @@ import click
 import yaml
 
 from kai.api.fields import parse_duration
-from kai.cli import CONTEXT_SETTINGS, json_text
+from kai.cli import CONTEXT_SETTINGS, json_text, process
 from kai.cli.collector import collector_paused
 from kai.cli.sim_help import EPILOG, print_config_help
 from kai.cli.simulate import simulate
@@ -158,6 +158,7 @@ def sim(
         with collector_paused():  # the document is built and written at once, then dropped
             doc = output.build(simulation)
             click.echo(json_text.encode(doc) if fmt == "json" else yaml.safe_dump(doc, sort_keys=False))
+        process.end_quickly()
         return
     from rich.console import Console  # only tables need the renderer
 
@@ -172,3 +173,4 @@ def sim(
         views.print_state(console, view, show=show, wide=fmt == "wide", heading=views.at_heading(view, seconds))
     views.print_state(console, final, show=show, wide=fmt == "wide", heading=views.end_heading(final))
     views.print_warnings(console, final)
+    process.end_quickly()
