@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 def group_new_pods(sim: Simulation) -> None:
     config: GrouperConfig | None = None
-    for key in sorted(sim.pods):
+    for key in sim.pod_keys():
         pod = sim.pods[key]
         if not pod.ours or pod.podgroup is not None:
             continue

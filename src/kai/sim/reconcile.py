@@ -94,7 +94,7 @@ def pod_view(sim: Simulation, key: str) -> dict[str, Any]:
 def children_index(sim: Simulation) -> dict[str, list[Mapping[str, Any]]]:
     """Every pod (as `pod_view` shows it) and workload, under the uid of each owner it references."""
     index: dict[str, list[Mapping[str, Any]]] = {}
-    for key in sorted(sim.pods):
+    for key in sim.pod_keys():
         if not sim.pods[key].pod.meta.owner_references:
             continue  # an orphan is no controller's child (the parsed references are the document's)
         view = pod_view(sim, key)
