@@ -145,10 +145,19 @@ def _room(session: Session, task: Task, nodes: npt.NDArray[np.int64] | slice) ->
     return _room_for(idle, need), _room_for(idle + session.releasing[nodes][:, asked], need)
 
 
+_YES, _NO = np.asarray(True), np.asarray(False)  # `_room_for` of one node (read-only)
+_YES.flags.writeable = _NO.flags.writeable = False
+
+
 def _room_for(free: Matrix | Vector, request: Vector) -> BoolVector:
     """Whether `request` fits `free` (one node's row, or rows [nodes, resources]). As kube-scheduler: only
     the resources asked for are checked (an overcommitted resource the task does not use does not rule a
     node out)."""
+    if free.ndim == 1:  # one node: the same comparisons in Python floats, without numpy's per-call cost
+        for have, need in zip(free.tolist(), request.tolist(), strict=True):
+            if need > 0 and not have >= need - EPS:
+                return _NO
+        return _YES
     asked = request > 0
     if not asked.all():
         free, request = free[..., asked], request[asked]

@@ -199,6 +199,7 @@ class Session:
         self.queue_request: Matrix = np.zeros((n_queues, 3))
         self.fair_share: Matrix = np.zeros((n_queues, 3))
         self._paths: dict[int, npt.NDArray[np.int64]] = {}  # queue -> itself and its ancestors
+        self._path_lists: dict[int, tuple[int, ...]] = {}  # the same as Python ints
         # per-task queue charges, per-job tasks in task order, and a per-job change counter that
         # statements bump, so per-job derived values can be cached safely
         self.task_charge: Matrix = self._queue_charges(tasks)
@@ -361,7 +362,14 @@ class Session:
 
     def ancestors(self, queue: int) -> list[int]:
         """The queue itself, then its parent, up to the top."""
-        return list(self._ancestor_path(queue))
+        return list(self._ancestor_list(queue))
+
+    def _ancestor_list(self, queue: int) -> tuple[int, ...]:
+        """`_ancestor_path` as Python ints (read-only: shared by every caller)."""
+        path = self._path_lists.get(queue)
+        if path is None:
+            path = self._path_lists[queue] = tuple(self._ancestor_path(queue).tolist())
+        return path
 
     def _ancestor_path(self, queue: int) -> npt.NDArray[np.int64]:
         path = self._paths.get(queue)
@@ -378,11 +386,12 @@ class Session:
         """Add (sign +1) or remove (-1) a task's charge on its queue and every ancestor."""
         if job.queue < 0:
             return
-        path = self._ancestor_path(job.queue)
         delta = sign * charge
-        self.queue_allocated[path] += delta
-        if not job.preemptible:
-            self.queue_allocated_np[path] += delta
+        allocated, allocated_np = self.queue_allocated, self.queue_allocated_np
+        for queue in self._ancestor_list(job.queue):  # row by row: a path names each queue once
+            allocated[queue] += delta
+            if not job.preemptible:
+                allocated_np[queue] += delta
 
     # ----------------------------------------------------------------- task and job state
     def free(self, resource: int) -> Vector:

@@ -70,14 +70,22 @@ _NO_CONSTRAINT = Constraint()
 
 class _PodRequests:
     """Pods' request vectors (a pod counts one against the node's `pods`), one read-only vector shared by
-    all pods asking the same: the pods of a workload ask alike."""
+    all pods asking the same: the pods of a workload ask alike.
+
+    The pods of a workload often share one requests mapping too (the loader parses a gang's spec
+    once): a mapping already seen is known by its identity, without reading it. Every mapping looked up
+    belongs to a pod that lives as long as the snapshot is built, so no identity is reused meanwhile."""
 
     def __init__(self, index: ResourceIndex) -> None:
         self.index = index
         self.pods = index.position("pods") or 3
         self.known: dict[tuple[tuple[str, float], ...], Vector] = {}
+        self.by_identity: dict[int, Vector] = {}
 
     def vector(self, requests: Mapping[str, float]) -> Vector:
+        vector = self.by_identity.get(id(requests))
+        if vector is not None:
+            return vector
         key = tuple(requests.items())
         vector = self.known.get(key)
         if vector is None:
@@ -85,6 +93,7 @@ class _PodRequests:
             vector[self.pods] = 1.0
             vector.flags.writeable = False
             self.known[key] = vector
+        self.by_identity[id(requests)] = vector
         return vector
 
 

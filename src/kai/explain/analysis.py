@@ -10,7 +10,7 @@ largest node) to put numbers on what those rules decided.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar, cast
 
@@ -85,23 +85,28 @@ class Fitting:
 
     @property
     def placed(self) -> int:
-        return sum(1 for n in self.nodes if n is not None)
+        return len(self.nodes) - self.nodes.count(None)
 
     @property
     def first_unplaced(self) -> Task | None:
-        return next((t for t, n in zip(self.tasks, self.nodes, strict=True) if n is None), None)
+        return self.tasks[self.nodes.index(None)] if None in self.nodes else None
 
 
 def phase(session: Session, job: Job) -> str:
     """The job's phase after the cycle: Running, Pipelined (its gang holds releasing room), Pending, ..."""
-    status = session.status[list(job.tasks)] if job.tasks else np.zeros(0, dtype=np.int8)
-    if job.tasks and session.gang_satisfied(job):
-        bound = np.zeros(len(job.podsets), dtype=np.int64)
-        for t in job.tasks:
-            if session.status[t] in (TaskStatus.ALLOCATED, TaskStatus.RUNNING):
-                bound[session.snapshot.tasks[t].podset] += 1
+    if not job.tasks:
+        return model.PENDING
+    status = session.status[session.job_order_tasks[job.index]]  # the job's tasks (in task order)
+    if session.gang_satisfied(job):
+        if len(job.podsets) == 1:
+            bound = np.array([np.count_nonzero((status == TaskStatus.ALLOCATED) | (status == TaskStatus.RUNNING))])
+        else:
+            bound = np.zeros(len(job.podsets), dtype=np.int64)
+            for t in job.tasks:
+                if session.status[t] in (TaskStatus.ALLOCATED, TaskStatus.RUNNING):
+                    bound[session.snapshot.tasks[t].podset] += 1
         return model.RUNNING if job.gang_satisfied_by(bound) else model.PIPELINED
-    if len(status) and not np.any(status <= TaskStatus.RELEASING):
+    if not np.any(status <= TaskStatus.RELEASING):
         return model.SUCCEEDED if np.any(status == TaskStatus.SUCCEEDED) else model.FAILED
     return model.PENDING
 
@@ -132,6 +137,33 @@ def _shape(task: Task) -> tuple[object, ...]:
     return (task.request.tobytes(), task.gpu_portion, task.gpu_devices, task.gpu_memory_mib, task.constraint)
 
 
+def _runs(tasks: Sequence[Task]) -> list[tuple[Task, int]]:
+    """The tasks as runs of like pods in a row, (first pod, how many): pods that share a request vector
+    (the snapshot gives the pods of a workload one) and ask alike otherwise have the same `_shape` and
+    nominated node. Two runs in a row may still have equal shapes (equal requests in two vectors)."""
+    runs: list[tuple[Task, int]] = []
+    first: Task | None = None
+    count = 0
+    for task in tasks:
+        if (
+            first is not None
+            and task.request is first.request
+            and task.gpu_portion == first.gpu_portion
+            and task.gpu_devices == first.gpu_devices
+            and task.gpu_memory_mib == first.gpu_memory_mib
+            and task.constraint == first.constraint
+            and task.nominated_node == first.nominated_node
+        ):
+            count += 1
+            continue
+        if first is not None:
+            runs.append((first, count))
+        first, count = task, 1
+    if first is not None:
+        runs.append((first, count))
+    return runs
+
+
 def _alike(session: Session, tasks: list[Task]) -> bool:
     """Whether what the session says of these pods depends on their shapes alone (`_shape`, and a
     nominated node): no plugin predicate reads the pod itself, and no pod shares a GPU (the device
@@ -139,12 +171,14 @@ def _alike(session: Session, tasks: list[Task]) -> bool:
     return not session.predicates and not any(t.is_shared_gpu for t in tasks)
 
 
-def _fitting(ctx: Context, tasks: list[Task]) -> Fitting:
-    """`fitting` on the cycle's session, once for all the jobs whose pods have the same shapes."""
+def _fitting(ctx: Context, tasks: list[Task], runs: list[tuple[Task, int]]) -> Fitting:
+    """`fitting` on the cycle's session, once for all the jobs whose pods have the same shapes (`runs`:
+    `_runs(tasks)`)."""
     session = ctx.session
-    if not _alike(session, tasks):
+    if not _alike(session, [task for task, _ in runs]):  # a run's pods all share a GPU or none does
         return fitting(session, tasks)
-    key = ("fitting", *((_shape(t), t.nominated_node) for t in tasks))
+    # the shapes and nominated nodes of the pods in order, as runs (equal runs: equal sequences)
+    key = ("fitting", *((_shape(t), t.nominated_node, n) for t, n in runs))
     nodes = ctx._alike.get(key)
     if not isinstance(nodes, tuple):
         nodes = fitting(session, tasks).nodes
@@ -247,7 +281,7 @@ def _gang_incomplete(job: Job, short: list[tuple[str, int, int]]) -> model.Reaso
 def _distinct_shapes(tasks: list[Task]) -> list[Task]:
     seen: set[tuple[object, ...]] = set()
     out = []
-    for task in tasks:
+    for task, _ in _runs(tasks):  # a run's later pods have its first pod's shape
         key = _shape(task)
         if key not in seen:
             seen.add(key)
@@ -370,10 +404,11 @@ def _capacity_and_room(ctx: Context, job: Job, *, room: bool) -> list[model.Reas
             found.append(_label_missing(ctx, job, found[-1].message))
     if not room:
         return found
-    fit = _fitting(ctx, tasks)
+    runs = _runs(tasks)
+    fit = _fitting(ctx, tasks, runs)
     fits_now = fit.placed == len(tasks)
     if not fits_now and block is None:
-        found.append(_no_room(ctx, job, fit, request))
+        found.append(_no_room(ctx, job, fit, request, runs))
     if preemptors.within_preemption_delay(job, session.now) and not fits_now:
         found.append(
             model.Reason(
@@ -443,8 +478,9 @@ def _capacity(session: Session, job: Job, block: CapacityBlock) -> model.Reason:
     return model.Reason(token=token, message=message, evidence=evidence, never=never)
 
 
-def _no_room(ctx: Context, job: Job, fit: Fitting, request: np.ndarray) -> model.Reason:
-    """GangDoesNotFit (with a per-node summary) or Fragmented (enough free in total, not on one node)."""
+def _no_room(ctx: Context, job: Job, fit: Fitting, request: np.ndarray, runs: list[tuple[Task, int]]) -> model.Reason:
+    """GangDoesNotFit (with a per-node summary) or Fragmented (enough free in total, not on one node);
+    `runs`: `_runs` of the fitting's pods."""
     session = ctx.session
     snap = session.snapshot
     names = snap.resources.names
@@ -454,7 +490,11 @@ def _no_room(ctx: Context, job: Job, fit: Fitting, request: np.ndarray) -> model
     r = words.main_node_resource(stuck)
     total_free, most = _free_room(ctx, stuck, r)
     need_one = words.task_gpus(stuck) if r == GPU else float(stuck.request[r])
-    need_all = float(sum(words.task_gpus(t) if r == GPU else float(t.request[r]) for t in tasks))
+    need_all = 0.0
+    for task, count in runs:  # added pod by pod, in order, as a sum over the pods would
+        need = words.task_gpus(task) if r == GPU else float(task.request[r])
+        for _ in range(count):
+            need_all += need
     evidence: dict[str, object] = {
         "resource": names[r],
         "free": total_free,
@@ -486,7 +526,7 @@ def _no_room(ctx: Context, job: Job, fit: Fitting, request: np.ndarray) -> model
             f"no node has {words.node_amount(r, need_one, names)} free "
             f"(at most {words.node_amount(r, most, names)} on one node)"
         )
-    message = f"{job.display_name}: {words.shape(tasks, names)}: {where}; {fit.placed} of {len(tasks)} placed"
+    message = f"{job.display_name}: {words.shape(runs, names)}: {where}; {fit.placed} of {len(tasks)} placed"
     return model.Reason(token=model.GANG_DOES_NOT_FIT, message=message + suffix, evidence=evidence)
 
 

@@ -46,15 +46,16 @@ def task_gpus(task: Task) -> float:
     return float(task.request[GPU]) + task.gpu_portion * max(1, task.gpu_devices)
 
 
-def shape(tasks: Sequence[Task], names: Sequence[str]) -> str:
-    """`4 pods x 2 GPUs`, or `3 pods (1 x 1 GPU, 2 x 2 GPUs)` when the pods differ."""
+def shape(runs: Sequence[tuple[Task, int]], names: Sequence[str]) -> str:
+    """`4 pods x 2 GPUs`, or `3 pods (1 x 1 GPU, 2 x 2 GPUs)` when the pods differ. `runs`: the pods
+    in order as (pod, how many like it in a row)."""
     counts: dict[str, int] = {}
-    for task in tasks:
+    for task, count in runs:
         r = main_node_resource(task)
         value = task_gpus(task) if r == GPU else float(task.request[r])
         text = node_amount(r, value, names)
-        counts[text] = counts.get(text, 0) + 1
-    n = len(tasks)
+        counts[text] = counts.get(text, 0) + count
+    n = sum(count for _, count in runs)
     pods = f"{n} pod" + ("" if n == 1 else "s")
     if len(counts) == 1:
         return f"{pods} x {next(iter(counts))}"
