@@ -141,6 +141,10 @@ def _triple(row: Vector) -> Triple:
     return (first, second, third)
 
 
+# statuses as plain ints for the int8 status arrays: numpy compares an array with a plain int several
+# times faster than with an IntEnum member (whose class it probes for array hooks)
+_PENDING = int(TaskStatus.PENDING)
+
 _STATUS = operator.attrgetter("status")
 _NODE = operator.attrgetter("node")
 _GPU_GROUPS = operator.attrgetter("gpu_groups")
@@ -292,7 +296,15 @@ class Session:
         sharing GPUs its portion (`queue_charge` itself, for those few)."""
         if not tasks:
             return np.zeros((0, 3))
-        charges: Matrix = np.stack(list(map(_REQUEST, tasks)))[:, list(QUEUE_RESOURCES)]
+        # the snapshot gives the pods that ask alike one request vector: stack each distinct one once
+        rows: dict[int, int] = {}
+        distinct: list[Vector] = []
+        for request in map(_REQUEST, tasks):
+            if id(request) not in rows:
+                rows[id(request)] = len(distinct)
+                distinct.append(request)
+        which = np.fromiter((rows[id(r)] for r in map(_REQUEST, tasks)), dtype=np.int64, count=len(tasks))
+        charges: Matrix = np.stack(distinct)[:, list(QUEUE_RESOURCES)][which]
         for task in tasks:
             if task.gpu_portion > 0 or task.gpu_memory_mib > 0:
                 charges[task.index] = self.queue_charge(task)
@@ -417,12 +429,13 @@ class Session:
     def pending_tasks(self, job: Job) -> list[Task]:
         """Pending tasks in task order: higher task-priority label first, then creation, then name."""
         order = self.job_order_tasks[job.index]
-        pending = order[self.status[order] == TaskStatus.PENDING]
-        return [self.snapshot.tasks[int(t)] for t in pending]
+        pending = order[self.status[order] == _PENDING]
+        tasks = self.snapshot.tasks
+        return [tasks[t] for t in pending.tolist()]
 
     def has_pending(self, job: Job) -> bool:
         order = self.job_order_tasks[job.index]
-        return bool(np.any(self.status[order] == TaskStatus.PENDING))
+        return bool((self.status[order] == _PENDING).any())
 
     def attempt_request(self, job: Job) -> Vector:
         """Queue-space resources of the job's next allocation attempt (cached until the job changes).
@@ -512,7 +525,8 @@ class Session:
                 chosen.append(t)
                 taken.add(t.index)
                 missing_total -= 1
-        chosen.sort(key=self._task_order_key)
+        if len(job.podsets) > 1:  # one podset: the first pending tasks, already in task order
+            chosen.sort(key=self._task_order_key)
         return chosen
 
     def job_request(self, tasks: list[Task]) -> Vector:

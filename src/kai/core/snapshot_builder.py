@@ -230,7 +230,8 @@ def build_snapshot(
 ) -> BuiltSnapshot:
     """Assemble the cycle's snapshot. `pods` are ours (scheduled by kai); `foreign_pods` only use nodes."""
     extended = {name for n in nodes for name in n.allocatable}
-    extended |= {name for p in pods for name in p.pod.requests}
+    asked = {id(p.pod.requests): p.pod.requests for p in pods}  # the pods of a workload share theirs
+    extended |= {name for requests in asked.values() for name in requests}
     index = ResourceIndex(extended)
     requests = _PodRequests(index)
     node_list = sorted(nodes, key=lambda n: n.name)
@@ -261,10 +262,13 @@ def build_snapshot(
     groups = {(pg.meta.namespace, pg.name): pg for pg in podgroups}
     members: dict[tuple[str, str], list[PodState]] = {key: [] for key in groups}
     for ps in pods:
-        if ps.podgroup is not None and (ps.pod.namespace, ps.podgroup) in members:
-            members[(ps.pod.namespace, ps.podgroup)].append(ps)
+        if ps.podgroup is not None:
+            group_members = members.get((ps.pod.meta.namespace, ps.podgroup))
+            if group_members is not None:
+                group_members.append(ps)
 
     constraint_ids: dict[Constraint, int] = {}
+    no_constraint: int | None = None  # the index of the empty constraint, once a pod has it
     tasks: list[Task] = []
     jobs: list[Job] = []
     shared: dict[tuple[int, str], list[tuple[int, float, bool]]] = {}
@@ -316,8 +320,10 @@ def build_snapshot(
                     tolerations=pod.tolerations,
                 )
                 cid = constraint_ids.setdefault(constraint, len(constraint_ids))
+            elif no_constraint is not None:
+                cid = no_constraint
             else:
-                cid = constraint_ids.setdefault(_NO_CONSTRAINT, len(constraint_ids))
+                cid = no_constraint = constraint_ids.setdefault(_NO_CONSTRAINT, len(constraint_ids))
             request = requests.vector(pod.requests)
             share = pod.gpu_share
             portion, devices, memory = (

@@ -32,6 +32,8 @@ from kai.scheduler.cycle import open_session
 EPS = 1e-9
 PRIORITY_CLASS_NOT_FOUND = "PriorityClassNotFound"
 _T = TypeVar("_T")
+# statuses as plain ints for the session's int8 arrays (numpy compares them faster than IntEnum members)
+_ALLOCATED, _RUNNING, _RELEASING = int(TaskStatus.ALLOCATED), int(TaskStatus.RUNNING), int(TaskStatus.RELEASING)
 
 
 @dataclass(slots=True)
@@ -99,14 +101,14 @@ def phase(session: Session, job: Job) -> str:
     status = session.status[session.job_order_tasks[job.index]]  # the job's tasks (in task order)
     if session.gang_satisfied(job):
         if len(job.podsets) == 1:
-            bound = np.array([np.count_nonzero((status == TaskStatus.ALLOCATED) | (status == TaskStatus.RUNNING))])
+            bound = np.array([np.count_nonzero((status == _ALLOCATED) | (status == _RUNNING))])
         else:
             bound = np.zeros(len(job.podsets), dtype=np.int64)
             for t in job.tasks:
                 if session.status[t] in (TaskStatus.ALLOCATED, TaskStatus.RUNNING):
                     bound[session.snapshot.tasks[t].podset] += 1
         return model.RUNNING if job.gang_satisfied_by(bound) else model.PIPELINED
-    if not np.any(status <= TaskStatus.RELEASING):
+    if not (status <= _RELEASING).any():
         return model.SUCCEEDED if np.any(status == TaskStatus.SUCCEEDED) else model.FAILED
     return model.PENDING
 
