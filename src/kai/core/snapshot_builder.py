@@ -40,9 +40,10 @@ from kai.core.resources import GPU, MB, QUEUE_RESOURCES, ResourceIndex, Vector
 QUEUE_DOES_NOT_EXIST = "QueueDoesNotExist"
 
 
-class PodState(msgspec.Struct, frozen=True, kw_only=True):
+class PodState(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """A pod and what the cluster currently knows of it (a msgspec Struct: adapters build one per pod
-    every cycle, and a Struct is built several times faster than a frozen dataclass)."""
+    every cycle, and a Struct is built several times faster than a frozen dataclass). Not tracked by the
+    garbage collector (`gc=False`): nothing it holds leads back to it."""
 
     pod: api_pod.Pod
     status: TaskStatus
