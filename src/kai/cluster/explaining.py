@@ -334,12 +334,18 @@ def _owner(pg: api_podgroup.PodGroup) -> model.ObjectKey | None:
 
 def live_estimates(explanations: Sequence[model.Explanation]) -> dict[str, model.Estimate]:
     """On a live cluster there are no durations to simulate with: no time, the condition that starts it
-    (an `Estimator`)."""
+    (an `Estimator`); for a job that waits until something changes, its first fix (or that none was
+    found)."""
     out: dict[str, model.Estimate] = {}
     for expl in explanations:
         dominant = expl.reason
         if dominant is None or dominant.never or dominant.token not in STARTS_WHEN:
-            out[expl.key] = model.Estimate(start=None, text="none: it does not start unless something changes")
+            text = model.NEVER_STARTS
+            if expl.suggestions:
+                text += f", such as its fix ({expl.suggestions[0].change})"
+            elif expl.phase == model.PENDING:
+                text += f"; {model.NO_FIX}"
+            out[expl.key] = model.Estimate(start=None, text=text)
         else:
             text = f"no time on a live cluster; it starts {STARTS_WHEN[dominant.token]}"
             out[expl.key] = model.Estimate(start=None, text=text)

@@ -132,6 +132,10 @@ class Position:
     after_fix: str | None = None
 
 
+NEVER_STARTS = "none: it does not start unless something changes"  # an estimate with no start
+NO_FIX = "no single change was found that makes it run"
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Estimate:
     """When a waiting job would start, as the adapter tells it: a time (None when there is none), how

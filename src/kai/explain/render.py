@@ -152,7 +152,7 @@ def refused_pod_document(*, namespace: str, name: str, problem: str) -> dict[str
         reason=model.INVALID_GPU_SHARING if sharing else INVALID_POD,
         message=f"kai cannot schedule pod {name}: {problem}",
         evidence={"problem": problem},
-        estimate="none: it does not start unless something changes",
+        estimate=model.NEVER_STARTS,
     )
 
 
@@ -180,7 +180,7 @@ def podgroup_text(doc: dict[str, Any]) -> str:
         for i, suggestion in enumerate(doc["suggestions"]):
             lines.append(f"  {'Fix:' if i == 0 else '':<7} {suggestion['change']}")
         if not doc["suggestions"] and doc["phase"] == "Pending":
-            lines.append("  Fix:    no single change was found that makes it run")
+            lines.append(f"  Fix:    {model.NO_FIX}")
     position = doc["position"]
     if position is not None:
         ahead = position["ahead"]

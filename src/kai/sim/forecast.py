@@ -29,8 +29,6 @@ FINISHED = {"Completed": ("finishes", "finish"), "Killing": ("terminates", "term
 
 AFTER_FIX_FORKS = 8  # forks one estimate call may spend on starts after a fix, at most
 AFTER_FIX_PODS = 20_000  # and about this many pods simulated forward in all (at least one fork)
-NEVER = "none: it does not start unless something changes"
-NO_FIX = "no single change was found that makes it run"
 
 
 def estimate_starts(
@@ -49,7 +47,7 @@ def estimate_starts(
         if found.start is not None:
             out[expl.key] = found
         elif not expl.suggestions:
-            out[expl.key] = model.Estimate(start=None, text=f"{found.text}; {NO_FIX}")
+            out[expl.key] = model.Estimate(start=None, text=f"{found.text}; {model.NO_FIX}")
         elif forks <= 0:
             fix = expl.suggestions[0].change
             text = f"{found.text}; its start after its fix ({fix}) was not simulated (more than {allowed} here)"
@@ -146,4 +144,4 @@ def _no_start_text(fork: Simulation, begin: float, horizon: float, names: dict[s
     )
     if endless:
         return f"unknown: waits on jobs with no duration ({words.listing(endless)})"
-    return NEVER
+    return model.NEVER_STARTS
