@@ -27,20 +27,36 @@ and pays nothing. Times are CPU seconds. Run with `python -m benchmarks.explain_
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 from collections.abc import Mapping
 from typing import Any
 
+import msgspec
+
 from benchmarks.clusters import Cluster, allocate_cluster
 from kai.cluster import explaining
 from kai.core.session import SchedulerConfig
-from kai.explain import analysis, engine, model
+from kai.explain import analysis, dryruns, engine, model
 from kai.scheduler.cycle import run_actions
 
 
-def _facts(cluster: Cluster) -> model.Facts:
-    """The facts kai.cluster.explaining would give: user-written PodGroups and Queues to patch."""
+def _facts(cluster: Cluster, *, pods: bool = False) -> model.Facts:
+    """The facts kai.cluster.explaining would give: user-written PodGroups and Queues to patch, and with
+    `pods` the bare pods (their own top owners)."""
     raw: dict[model.ObjectKey, Mapping[str, Any]] = {}
+    owners: dict[str, model.ObjectKey] = {}
+    for state in cluster.pods if pods else []:
+        pod = state.pod
+        key = model.ObjectKey(api_version="v1", kind="Pod", namespace=pod.meta.namespace, name=pod.meta.name)
+        requests = {k: str(v) for k, v in pod.requests.items()}
+        raw[key] = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": pod.meta.name, "namespace": pod.meta.namespace},
+            "spec": {"containers": [{"name": "main", "image": "trainer", "resources": {"requests": requests}}]},
+        }
+        owners[pod.key] = key
     for pg in cluster.podgroups:
         key = model.ObjectKey(
             api_version="scheduling.run.ai/v2alpha2", kind="PodGroup", namespace=pg.meta.namespace, name=pg.name
@@ -70,7 +86,7 @@ def _facts(cluster: Cluster) -> model.Facts:
         name: model.PriorityClassFacts(name=name, value=pc.value, preempts=True)
         for name, pc in cluster.priority_classes.items()
     }
-    return model.Facts(workloads=workloads, pod_owners={}, priority_classes=classes, objects=raw.get)
+    return model.Facts(workloads=workloads, pod_owners=owners, priority_classes=classes, objects=raw.get)
 
 
 def measure(*, nodes: int, pods: int, largest: int = 64, rest_seconds: float = 10.0) -> dict[str, float]:
@@ -155,12 +171,88 @@ def measure(*, nodes: int, pods: int, largest: int = 64, rest_seconds: float = 1
     }
 
 
+def too_large_cluster(*, nodes: int, pods: int) -> Cluster:
+    """Target 1's cluster with every pod asking 8 GPUs more than its gang's size (9, 10, 12 or 16 on
+    nodes of 8): nothing can run, so a cycle decides nothing (at rest), and every waiting group has a
+    fix to verify ("reduce to 8 GPUs per pod"): twins, one kind per queue, gang size and pod size."""
+    cluster = allocate_cluster(nodes=nodes, pods=pods, largest=8)
+    larger = []
+    for state in cluster.pods:
+        requests = dict(state.pod.requests)
+        requests["nvidia.com/gpu"] += 8.0
+        larger.append(msgspec.structs.replace(state, pod=msgspec.structs.replace(state.pod, requests=requests)))
+    return dataclasses.replace(cluster, pods=larger)
+
+
+def measure_at_rest(*, nodes: int, pods: int, rest_seconds: float = 10.0) -> dict[str, float]:
+    """What fixes cost on a cluster at rest (`too_large_cluster`): the cycle; kai sim's explaining of
+    it (`rest_dry_runs`, twins sharing their dry runs); kai run's cycles at rest (one dry run each
+    above 2,000 pods) until every waiting group carries its fix, run until then or for `rest_seconds`
+    of CPU, the rest estimated at the pace of those run."""
+    cluster = too_large_cluster(nodes=nodes, pods=pods)
+    built = cluster.built()
+    config = SchedulerConfig()
+    facts = _facts(cluster, pods=True)
+    t = time.process_time()
+    session = run_actions(built.snapshot, config)
+    cycle = time.process_time() - t
+    waiting = engine.waiting_jobs(session)
+
+    def cycle_context() -> analysis.Context:
+        return engine.context(snapshot=built.snapshot, config=config, session=session, facts=facts, thorough=False)
+
+    budget = engine.rest_dry_runs(built.snapshot)
+    t = time.process_time()
+    sim = engine.explain_cycle(cycle_context(), waiting, dry_runs=budget)
+    sim_cost = time.process_time() - t
+    sim_fixed = sum(1 for e in sim.explanations.values() if e.suggestions)
+
+    explainer = explaining.CycleExplainer()
+    rest: list[float] = []
+    dry_runs = explainer.dry_runs(built.snapshot, busy=False)
+    while sum(rest) < rest_seconds:
+        standing, chosen = explainer.plan(0, waiting, busy=False)
+        if standing is not None:
+            break
+        t = time.process_time()
+        found = engine.explain_cycle(cycle_context(), chosen, dry_runs=dry_runs, known=explainer.fixes.known())
+        explainer.record(0, waiting, chosen, found)
+        rest.append(time.process_time() - t)
+    assert explainer.last is not None
+    last = explainer.last[2]
+    fixed = sum(1 for search in explainer.fixes.searches.values() if search.found is not None)
+    per_cycle = fixed / max(1, len(rest))
+    return {
+        "nodes": nodes,
+        "pods": pods,
+        "waiting": len(waiting),
+        "cycle": cycle,
+        "at_rest": float(dryruns.at_rest(session)),
+        "sim_dry_runs": budget,
+        "sim_cost": sim_cost,
+        "sim_fixed": sim_fixed,
+        "run_cycles": len(rest),
+        "run_cost": sum(rest) / max(1, len(rest)),
+        "run_fixed": fixed,
+        "converged": 0.0 if last.unsought else 1.0,
+        "to_converge": len(rest) if not last.unsought else len(rest) + len(last.unsought) / max(per_cycle, 1e-9),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, nargs="+", default=[100, 1000, 1000])
     parser.add_argument("--pods", type=int, nargs="+", default=[2000, 10000, 20000])
     parser.add_argument("--largest", type=int, nargs="+", default=[64, 64, 8], help="largest gang, per size")
     parser.add_argument("--rest-seconds", type=float, default=10.0, help="CPU seconds of cycles at rest to run")
+    parser.add_argument(
+        "--at-rest",
+        type=int,
+        nargs=2,
+        action="append",
+        metavar=("NODES", "PODS"),
+        help="also measure fixes on a cluster at rest of this size (repeatable)",
+    )
     args = parser.parse_args()
     print(
         "| nodes | pending pods | waiting jobs | full cycle | reasons of all waiting jobs "
@@ -186,6 +278,26 @@ def main() -> None:
             f"| {row['one']:.2f} s ({int(row['suggestions'])} suggestions) "
             f"| {row['queue_view']:.2f} s ({int(row['queue_waiting'])} waiting jobs) |"
         )
+    if args.at_rest:
+        print()
+        print(
+            "| nodes | pods (none can run) | waiting groups | the cycle | kai sim at rest: dry runs, cost, "
+            "groups with a fix | kai run at rest: cost per cycle, cycles until every group has its fix |"
+        )
+        print("|---:|---:|---:|---:|---:|---:|")
+        for nodes, pods in args.at_rest:
+            print(at_rest_row(measure_at_rest(nodes=nodes, pods=pods, rest_seconds=args.rest_seconds)))
+
+
+def at_rest_row(row: dict[str, float]) -> str:
+    converge = f"{row['to_converge']:,.0f}" + (
+        "" if row["run_fixed"] >= row["waiting"] else f" ({int(row['run_cycles'])} run)"
+    )
+    return (
+        f"| {int(row['nodes']):,} | {int(row['pods']):,} | {int(row['waiting']):,} | {row['cycle']:.2f} s "
+        f"| {int(row['sim_dry_runs'])}: {row['sim_cost']:.2f} s, {int(row['sim_fixed']):,} "
+        f"| {row['run_cost']:.2f} s, {converge} |"
+    )
 
 
 if __name__ == "__main__":

@@ -51,6 +51,81 @@ def test_every_waiting_group_gets_explains_words_and_its_fix_in_kai_sim(tmp_path
         assert (pod["reason"], pod["message"]) == ("Unschedulable", expected)
 
 
+def large_at_rest(tmp_path: pathlib.Path) -> pathlib.Path:
+    """2,040 pods: 2,000 already running on 20 nodes of 8 GPUs, then 30 pods of 12 GPUs in queue team
+    and 10 of 10 GPUs in queue other, larger than any node: a cycle that decides nothing."""
+    unlimited = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
+    resources = {"gpu": unlimited, "cpu": unlimited, "memory": unlimited}
+    items: list[dict[str, object]] = [
+        {
+            "apiVersion": "scheduling.run.ai/v2",
+            "kind": "Queue",
+            "metadata": {"name": "root"},
+            "spec": {"resources": resources},
+        }
+    ]
+    items += [
+        {
+            "apiVersion": "scheduling.run.ai/v2",
+            "kind": "Queue",
+            "metadata": {"name": name},
+            "spec": {"parentQueue": "root", "resources": resources},
+        }
+        for name in ("team", "other")
+    ]
+    items += [
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": f"node-{n:02d}"},
+            "status": {"allocatable": {"cpu": "256", "memory": "1Ti", "nvidia.com/gpu": "8", "pods": "110"}},
+        }
+        for n in range(20)
+    ]
+
+    def pod(name: str, queue: str, resources: dict[str, object], node: str | None = None) -> dict[str, object]:
+        spec: dict[str, object] = {
+            "schedulerName": "kai-scheduler",
+            "containers": [{"name": "main", "image": "ubuntu", "resources": resources}],
+        }
+        if node is not None:
+            spec["nodeName"] = node
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "labels": {"kai.scheduler/queue": queue}},
+            "spec": spec,
+        }
+
+    items += [pod(f"web-{i:04d}", "team", {"requests": {"cpu": "100m"}}, f"node-{i % 20:02d}") for i in range(2000)]
+    for name, queue, count, gpus in (("big", "team", 30, 12), ("wide", "other", 10, 10)):
+        items += [pod(f"{name}-{i:02d}", queue, {"limits": {"nvidia.com/gpu": str(gpus)}}) for i in range(count)]
+    path = tmp_path / "large.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    return path
+
+
+def test_kai_sim_above_two_thousand_pods_gives_every_waiting_group_its_fix_when_at_rest(
+    tmp_path: pathlib.Path,
+) -> None:
+    """Above `engine.CYCLE_DRY_RUN_PODS` pods a busy cycle has no dry run to spare; a cycle at rest has
+    more, and the waiting pods alike share one (40 groups of two kinds: two dry runs)."""
+    path = large_at_rest(tmp_path)
+    out = json.loads(kai(["sim", "-f", str(path), "-o", "json"]))
+    pods = {p["name"]: p for p in out["pods"]}
+    groups = {g["name"]: g for g in out["podGroups"]}
+    assert len(pods) == 2040
+    for name, count, gpus in (("big", 30, 12), ("wide", 10, 10)):
+        for i in range(count):
+            pod = pods[f"{name}-{i:02d}"]
+            expected = (
+                f"pod {name}-{i:02d} asks {gpus} GPUs; the largest node has 8 GPUs; to run it: reduce to 8 GPUs per pod"
+            )
+            assert (pod["reason"], pod["message"]) == ("Unschedulable", expected)
+            [condition] = groups[pod["podGroup"]]["conditions"]
+            assert condition["message"] == expected
+
+
 def explain(sim: Simulation, explainer: explaining.CycleExplainer, version: int) -> dict[str, model.Explanation]:
     """One kai run cycle at rest's explaining, with one dry run (a cluster of more than
     `engine.CYCLE_DRY_RUN_PODS` pods gets that many)."""
@@ -69,9 +144,9 @@ def by_workload(explanations: dict[str, model.Explanation]) -> dict[str, str]:
     return {e.workload: e.message for e in explanations.values()}
 
 
-def test_cycles_at_rest_give_every_waiting_group_its_fix_one_dry_run_at_a_time(tmp_path: pathlib.Path) -> None:
-    sim = simulate(
-        paths=(str(REST / "three-wait.yaml"),),
+def rest_sim(path: pathlib.Path) -> Simulation:
+    return simulate(
+        paths=(str(path),),
         cycles=1,
         until_idle=False,
         max_time="24h",
@@ -79,20 +154,20 @@ def test_cycles_at_rest_give_every_waiting_group_its_fix_one_dry_run_at_a_time(t
         config_path=None,
         start_time=None,
     )
+
+
+def test_cycles_at_rest_give_every_waiting_group_its_fix_one_dry_run_at_a_time(tmp_path: pathlib.Path) -> None:
+    sim = rest_sim(REST / "three-wait.yaml")
     explainer = explaining.CycleExplainer()
     lost = (
         'queue "zzz" does not exist; create it or set the kai.scheduler/queue label to one of: '
         "a, b, c, default-queue, team"
     )
 
-    # the first cycle: every group says why; the one dry run gives the first in line its fix
+    # the first cycle: every group says why; the one dry run gives the first in line its fix, and its
+    # twin (the same pod in the same queue, on a cluster at rest) the same fix with no dry run of its own
     said = by_workload(explain(sim, explainer, version=1))
     fixed = "pod big-{} asks 12 GPUs; the largest node has 8 GPUs; to run it: reduce to 8 GPUs per pod"
-    reason_only = "pod big-{} asks 12 GPUs; the largest node has 8 GPUs"
-    assert said == {"Pod/big-0": fixed.format(0), "Pod/big-1": reason_only.format(1), "Pod/lost": lost}
-
-    # the next cycle on the same cluster looks at the next group; the first keeps its fix
-    said = by_workload(explain(sim, explainer, version=1))
     assert said == {"Pod/big-0": fixed.format(0), "Pod/big-1": fixed.format(1), "Pod/lost": lost}
     assert explainer.last is not None and explainer.last[2].unsought == ("default/" + lost_group(sim),)
 
@@ -100,7 +175,7 @@ def test_cycles_at_rest_give_every_waiting_group_its_fix_one_dry_run_at_a_time(t
     for _ in range(3):
         assert explainer.plan(1, waiting(sim), busy=False)[0] is None
         said = by_workload(explain(sim, explainer, version=1))
-    assert said["Pod/lost"] == lost
+    assert said == {"Pod/big-0": fixed.format(0), "Pod/big-1": fixed.format(1), "Pod/lost": lost}
     search = explainer.fixes.known()["default/" + lost_group(sim)]
     assert (search.done, search.tried, search.found) == (True, 3, None)
     standing, chosen = explainer.plan(1, waiting(sim), busy=False)
@@ -110,25 +185,36 @@ def test_cycles_at_rest_give_every_waiting_group_its_fix_one_dry_run_at_a_time(t
     said = by_workload(explain(sim, explainer, version=2))
     assert said == {"Pod/big-0": fixed.format(0), "Pod/big-1": fixed.format(1), "Pod/lost": lost}
 
-    # the node grew to 10 GPUs: the big pods' reasons changed, what was found for the old ones does
-    # not count and their search starts over, the first in line first; lost's reason is the same
+    # queue a's GPU limit was raised: nothing the groups' words mention, but their searches ran on
+    # the old settings, so what they found no longer counts and they are searched again, in line:
+    # the big pods' with this cycle's dry run, then lost's, and moving it to queue a now works
+    raised = tmp_path / "raised.yaml"
+    raised.write_text(
+        (REST / "three-wait.yaml")
+        .read_text()
+        .replace(
+            "name: a}\nspec:\n  parentQueue: root\n  resources: {gpu: {quota: 0, limit: 0,",
+            "name: a}\nspec:\n  parentQueue: root\n  resources: {gpu: {quota: 0, limit: 8,",
+        )
+    )
+    sim = rest_sim(raised)
+    moved = f"{lost}; to run it: set the kai.scheduler/queue label of lost to a"
+    said = by_workload(explain(sim, explainer, version=3))
+    assert said == {"Pod/big-0": fixed.format(0), "Pod/big-1": fixed.format(1), "Pod/lost": lost}
+    assert explainer.last is not None and explainer.last[2].unsought == ("default/" + lost_group(sim),)
+    said = by_workload(explain(sim, explainer, version=3))
+    assert said == {"Pod/big-0": fixed.format(0), "Pod/big-1": fixed.format(1), "Pod/lost": moved}
+    assert explainer.last is not None and not explainer.last[2].unsought
+
+    # the node grew to 10 GPUs (and queue a's limit is 0 again): the big pods' reasons changed, lost's
+    # settings did; nothing found before counts, the search starts over in line: one dry run, shared
+    # by the twins
     grown = tmp_path / "grown.yaml"
     grown.write_text((REST / "three-wait.yaml").read_text().replace('nvidia.com/gpu: "8"', 'nvidia.com/gpu: "10"'))
-    sim = simulate(
-        paths=(str(grown),),
-        cycles=1,
-        until_idle=False,
-        max_time="24h",
-        actions_text=None,
-        config_path=None,
-        start_time=None,
-    )
-    said = by_workload(explain(sim, explainer, version=3))
-    assert said == {
-        "Pod/big-0": "pod big-0 asks 12 GPUs; the largest node has 10 GPUs; to run it: reduce to 10 GPUs per pod",
-        "Pod/big-1": "pod big-1 asks 12 GPUs; the largest node has 10 GPUs",
-        "Pod/lost": lost,
-    }
+    sim = rest_sim(grown)
+    said = by_workload(explain(sim, explainer, version=4))
+    grown_fix = "pod big-{} asks 12 GPUs; the largest node has 10 GPUs; to run it: reduce to 10 GPUs per pod"
+    assert said == {"Pod/big-0": grown_fix.format(0), "Pod/big-1": grown_fix.format(1), "Pod/lost": lost}
 
 
 def waiting(sim: Simulation) -> list[Job]:

@@ -33,7 +33,7 @@ from kai.cluster.state import ClusterState
 from kai.core.decisions import CycleResult
 from kai.core.model import Job, Snapshot
 from kai.core.session import SchedulerConfig, Session
-from kai.explain import analysis, engine, model, render, suggest
+from kai.explain import analysis, dryruns, engine, model, render, suggest
 from kai.explain import queues as queue_views
 from kai.podgrouper import model as grouper_model
 from kai.podgrouper import queues, top_owner
@@ -176,12 +176,14 @@ def cycle_explanations(
     lazy_owners: bool = False,
 ) -> dict[str, model.Explanation]:
     """Explanations of the PodGroups that wait after a cycle (by namespace/name), for its conditions:
-    every one's reasons, and first fixes while the cycle's dry runs last (`engine.explain_cycle`).
-    `pod_end`, `lazy_owners`: see `facts`."""
+    every one's reasons, and first fixes while the cycle's dry runs last (`engine.explain_cycle`; a
+    cycle at rest has `engine.rest_dry_runs`, which on a cluster of fewer than `engine.REST_DRY_RUN_PODS`
+    pods covers waiting groups by the thousand, twins sharing theirs). `pod_end`, `lazy_owners`: see
+    `facts`."""
     waiting = engine.waiting_jobs(session)
     if not waiting:
         return {}
-    dry_runs = engine.cycle_dry_runs(snapshot)
+    dry_runs = engine.rest_dry_runs(snapshot) if dryruns.at_rest(session) else engine.cycle_dry_runs(snapshot)
     ctx = cycle_context(
         state, config, snapshot, session, waiting, owners=dry_runs > 0, pod_end=pod_end, lazy_owners=lazy_owners
     )
@@ -214,11 +216,13 @@ class FixMemory:
     """How far cycles have searched for each waiting PodGroup's first fix (`suggest.Search`: the fix,
     or that none works within its dry runs, or how many candidates failed so far).
 
-    A search stands while the group's reasons are the same, tokens and words: the words carry the
-    numbers they rest on (what is free, what the queue holds, the limit), so a change of the cluster
-    that bears on them is a new search, while one elsewhere (a pod of another queue ending) does not
-    take the fix off every waiting group's condition only to put it back a dry run at a time. A
-    search for a job whose reasons end with the clock (a preemption delay) is not kept.
+    A search stands while the group's reasons are the same, tokens and words, and the cluster's
+    settings its dry runs ran on are (`engine.basis`: nodes, queues' settings, priority classes): the
+    words carry the numbers they rest on (what is free, what the queue holds, the limit), so a change
+    of the cluster that bears on them is a new search, and so is a node added or another queue's limit
+    raised, while work coming and going elsewhere (a pod of another queue ending) does not take the fix
+    off every waiting group's condition only to put it back a dry run at a time. A search for a job
+    whose reasons end with the clock (a preemption delay) is not kept.
     """
 
     searches: dict[str, suggest.Search] = dataclasses.field(default_factory=dict)

@@ -10,16 +10,18 @@ simulator simulates forward; a live cluster has no durations to simulate with).
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from kai.core.model import Job, Snapshot
 from kai.core.session import SchedulerConfig, Session
-from kai.explain import analysis, model, position, suggest
+from kai.explain import analysis, dryruns, model, position, suggest
 
 DRY_RUNS_PER_JOB = 6  # suggestion dry cycles per job in `kai explain`
 CYCLE_DRY_RUNS_PER_JOB = 3  # dry cycles a waiting job may spend on its first fix in a cycle
 CYCLE_DRY_RUN_PODS = 2_000  # a cycle's dry runs: about one cycle of this many pods
+REST_DRY_RUN_PODS = 100_000  # a cycle at rest's dry runs where nothing remembers fixes (`rest_dry_runs`)
 VIEW_DRY_RUN_PODS = 20_000  # a view's dry runs (`view_dry_runs`): about one cycle of this many pods
 
 
@@ -149,6 +151,14 @@ def cycle_dry_runs(snapshot: Snapshot) -> int:
     return CYCLE_DRY_RUN_PODS // max(1, len(snapshot.tasks))
 
 
+def rest_dry_runs(snapshot: Snapshot) -> int:
+    """How many dry cycles a cycle at rest (its actions decided nothing, `dryruns.at_rest`) may spend on
+    fixes where nothing remembers them (kai sim): about `REST_DRY_RUN_PODS` pods' worth of cycles, one
+    at least. At rest twins share their dry cycles (`kai.explain.dryruns`), so they cover the waiting
+    groups of a few hundred kinds on a cluster of a few thousand pods."""
+    return max(1, cycle_dry_runs(snapshot), REST_DRY_RUN_PODS // max(1, len(snapshot.tasks)))
+
+
 def explain_cycle(
     ctx: analysis.Context,
     jobs: Iterable[Job],
@@ -164,6 +174,7 @@ def explain_cycle(
     budget cuts short goes on in a later cycle."""
     shared = suggest.DryRuns(cycle_dry_runs(ctx.snapshot) if dry_runs is None else dry_runs)
     remembered = known or {}
+    book = dryruns.book(ctx)
     out: dict[str, model.Explanation] = {}
     searches: dict[str, suggest.Search] = {}
     unsought: list[str] = []
@@ -173,9 +184,9 @@ def explain_cycle(
             continue
         if explanation.phase == model.PENDING:
             search = remembered.get(job.key)
-            if search is not None and not search.stands_for(explanation.reasons):
-                search = None  # its reasons changed: what was found for the old ones does not count
-            if (search is None or not search.done) and shared.left > 0:
+            if search is not None and (not search.stands_for(explanation.reasons) or search.basis != basis(ctx)):
+                search = None  # its reasons or the settings it ran on changed: what it found does not count
+            if (search is None or not search.done) and (shared.left > 0 or book.has_twin(ctx, job)):
                 search = suggest.first_fix(
                     ctx,
                     job,
@@ -183,6 +194,7 @@ def explain_cycle(
                     cap=CYCLE_DRY_RUNS_PER_JOB,
                     shared=shared,
                     tried=search.tried if search is not None else 0,
+                    basis=basis(ctx),
                 )
                 searches[job.key] = search
             if search is None or not search.done:
@@ -191,3 +203,28 @@ def explain_cycle(
                 explanation = dataclasses.replace(explanation, suggestions=(search.found,))
         out[job.key] = explanation
     return CycleExplanations(explanations=out, searches=searches, unsought=tuple(unsought))
+
+
+def basis(ctx: analysis.Context) -> str:
+    """What a remembered fix's dry cycles rested on beyond the job's own reasons, whose words carry the
+    numbers of what is free and held: the nodes (names, sizes, whether schedulable, labels, taints),
+    the queues' settings and the priority classes, as a digest. A fix found on other settings no
+    longer counts and is searched again (a node added, another queue's limit raised); work coming and
+    going is not in it, so a busy cluster does not take every fix off only to put it back a dry run
+    at a time."""
+    return ctx.remembered("basis", lambda: _digest(ctx.snapshot, ctx.facts))
+
+
+def _digest(snapshot: Snapshot, facts: model.Facts) -> str:
+    nodes = snapshot.nodes
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(repr((nodes.names, nodes.labels, nodes.taints)).encode())
+    digest.update(nodes.allocatable.tobytes())
+    digest.update(nodes.schedulable.tobytes())
+    queues = [
+        (q.name, q.parent, q.priority, q.deserved.tolist(), q.limit.tolist(), q.weight.tolist())
+        for q in snapshot.queues
+    ]
+    classes = sorted((pc.name, pc.value, pc.preempts) for pc in facts.priority_classes.values())
+    digest.update(repr((queues, classes)).encode())
+    return digest.hexdigest()

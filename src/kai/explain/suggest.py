@@ -26,7 +26,7 @@ from kai.api.priority import PREEMPTIBLE_BELOW
 from kai.core import fit as fit_lib
 from kai.core.model import Job, Snapshot
 from kai.core.resources import GPU
-from kai.explain import analysis, changes, holders, model, patches
+from kai.explain import analysis, changes, dryruns, holders, model, patches
 from kai.plugins.proportion.plugin import NON_PREEMPTIBLE_OVER_QUOTA, OVER_LIMIT, capacity_block
 from kai.scheduler.cycle import run_actions
 
@@ -61,6 +61,7 @@ class Search:
     tried: int
     found: model.Suggestion | None
     done: bool
+    basis: str = ""  # the cluster's settings its dry cycles ran on (`kai.explain.engine.basis`)
 
     def stands_for(self, reasons: Sequence[model.Reason]) -> bool:
         return self.reasons == signature(reasons)
@@ -94,20 +95,32 @@ def suggestions(
 
 
 def first_fix(
-    ctx: analysis.Context, job: Job, reasons: list[model.Reason], *, cap: int, shared: DryRuns, tried: int = 0
+    ctx: analysis.Context,
+    job: Job,
+    reasons: list[model.Reason],
+    *,
+    cap: int,
+    shared: DryRuns,
+    tried: int = 0,
+    basis: str = "",
 ) -> Search:
     """The smallest change that makes the job run, trying at most `cap` candidates in all (`tried` of
-    them already failed for the same reasons) while `shared` has dry cycles left."""
+    them already failed for the same reasons) while `shared` has dry cycles left (a candidate the
+    context's dry cycles already answered takes none); `basis`: see `Search`."""
     said = signature(reasons)
     for size, text, candidate, found in _ranked(ctx, job, reasons)[tried:cap]:
-        if not shared.take():
-            return Search(reasons=said, tried=tried, found=None, done=False)
-        fixed = _fixed_if_it_runs(ctx, job, candidate)
+        known = _known_outcome(ctx, job, candidate)
+        if known is not None:
+            fixed = known[0] if known[1] else None
+        elif not shared.take():
+            return Search(reasons=said, tried=tried, found=None, done=False, basis=basis)
+        else:
+            fixed = _dry_run(ctx, job, candidate)
         if fixed is not None:
             fix = model.Suggestion(change=text, patches=found, verified=True, size=size, fixed=fixed)
-            return Search(reasons=said, tried=tried, found=fix, done=True)
+            return Search(reasons=said, tried=tried, found=fix, done=True, basis=basis)
         tried += 1
-    return Search(reasons=said, tried=tried, found=None, done=True)
+    return Search(reasons=said, tried=tried, found=None, done=True, basis=basis)
 
 
 def _ranked(
@@ -135,11 +148,44 @@ def runs_with(ctx: analysis.Context, job: Job, candidate: Candidate) -> bool:
 
 
 def _fixed_if_it_runs(ctx: analysis.Context, job: Job, candidate: Candidate) -> Job | None:
-    """The job as the changes leave it, if it then runs (`runs_with`); else None."""
+    """The job as the changes leave it, if it then runs (`runs_with`); else None. One dry cycle, unless
+    the context's dry cycles already answered (`kai.explain.dryruns`)."""
+    known = _known_outcome(ctx, job, candidate)
+    if known is not None:
+        return known[0] if known[1] else None
+    return _dry_run(ctx, job, candidate)
+
+
+def _known_outcome(ctx: analysis.Context, job: Job, candidate: Candidate) -> tuple[Job, bool] | None:
+    """(The job as the changes leave it, whether it then runs) if a dry cycle of the context answered it
+    (the same candidate, or at rest a twin's same change), else None."""
+    book = dryruns.book(ctx)
+    outcome = book.outcomes.get(candidate)
+    if outcome is not None:
+        return outcome[0][job.index], job.index in outcome[1]
+    twin = book.twins.get(dryruns.twin_change(dryruns.twin_key(ctx, job), job, candidate) or ())
+    if twin is not None:
+        return apply_all(ctx.snapshot, candidate).jobs[job.index], twin
+    return None
+
+
+def _dry_run(ctx: analysis.Context, job: Job, candidate: Candidate) -> Job | None:
+    """Apply the changes, run the cycle's actions: the job as they leave it if it then runs; the outcome
+    is kept for the jobs that ask the same (`kai.explain.dryruns`)."""
     snapshot = apply_all(ctx.snapshot, candidate)
     session = run_actions(snapshot, ctx.config)
-    fixed = snapshot.jobs[job.index]
-    return fixed if analysis.phase(session, fixed) in (model.RUNNING, model.PIPELINED) else None
+    asked = ctx.remembered("waiting", lambda: [j.index for j in ctx.snapshot.jobs if ctx.session.has_pending(j)])
+    running = frozenset(
+        j for j in asked if analysis.phase(session, snapshot.jobs[j]) in (model.RUNNING, model.PIPELINED)
+    )
+    book = dryruns.book(ctx)
+    book.outcomes[candidate] = (snapshot.jobs, running)
+    twin_key = dryruns.twin_key(ctx, job)
+    twin = dryruns.twin_change(twin_key, job, candidate)
+    if twin is not None and twin_key is not None:
+        book.twins[twin] = job.index in running
+        book.classes.add(twin_key)
+    return snapshot.jobs[job.index] if job.index in running else None
 
 
 def _candidates(ctx: analysis.Context, job: Job, reasons: list[model.Reason]) -> Iterator[Candidate]:
