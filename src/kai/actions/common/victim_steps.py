@@ -263,7 +263,8 @@ class QueueSteps:
         session = self.pool.session
         allocated = session.allocated_triple(self.queue)
         if self._keys is None or self._keys[0] != allocated:
-            victims = _exclusive_cumsum(self.holds) + self.holds
+            # per step, what it and the steps before it hold, summed in order (as the cursor adds them up)
+            victims = np.cumsum(self.holds, axis=0)
             head, varying, tail = session.queue_order.victim_keys(session, self.queue, allocated, victims)
             values = np.asarray(varying, dtype=np.float64)
             self._keys = (allocated, (head, values, tail), -values)
@@ -554,10 +555,12 @@ class Combined:
         self.place = np.arange(self.size, dtype=np.int64) - self.offset[self.queue_of]
         self.varying = np.concatenate([v[: len(q.keys)] for q, v in zip(queues, varying, strict=True)])
         self.row_node = np.concatenate([q.row_node for q in queues])
-        self.row_step = np.concatenate([q.row_step + self.offset[k] for k, q in enumerate(queues)])
-        # per step, where its rows start among all rows, and how many it has
-        self.row_start = np.concatenate([q.row_start[:-1] + self.row_offset[k] for k, q in enumerate(queues)])
+        # per step, how many rows it has and where they start among all rows (a queue's rows follow the
+        # previous queue's, each step's rows together and in step order); per row, its step
         self.nrows = np.concatenate([q.nrows for q in queues])
+        ends = np.cumsum(self.nrows)
+        self.row_start = ends - self.nrows
+        self.row_step = np.repeat(np.arange(self.size, dtype=np.int64), self.nrows)
 
     def freeing(self, resources: tuple[int, ...]) -> BoolVector:
         """[steps]: frees some amount of one of these resources on some node."""
@@ -622,14 +625,6 @@ def _ranges(starts: npt.NDArray[np.int64], counts: npt.NDArray[np.int64], total:
     """The integer ranges [start, start + count) one after another."""
     ends = np.cumsum(counts)
     return np.repeat(starts, counts) + np.arange(total, dtype=np.int64) - np.repeat(ends - counts, counts)
-
-
-def _exclusive_cumsum(holds: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-    """Per step, what the steps before it held (summed in order, as the cursor adds them up)."""
-    out = np.zeros_like(holds)
-    if len(holds) > 1:
-        out[1:] = np.cumsum(holds[:-1], axis=0)
-    return out
 
 
 def _dense_ranks(values: Sequence[tuple[object, ...]]) -> list[int]:
