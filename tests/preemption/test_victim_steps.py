@@ -90,7 +90,8 @@ def test_bounded_walk_in_small_blocks_same_decisions(spec: dict[str, int], monke
 @pytest.mark.parametrize("spec", CLUSTERS[:3], ids=lambda s: f"{s['nodes']}n-{s['queues']}q")
 def test_steps_kept_in_step_are_the_steps_built_afresh(spec: dict[str, int], monkeypatch: pytest.MonkeyPatch) -> None:
     """After every update during a whole cycle (commits, rollbacks, preempt taking reclaim's steps over), a
-    queue's steps are those built from scratch for the same pool: the same units, holdings, rows."""
+    queue's steps are those built from scratch for the same pool (the same units, holdings, rows), and
+    every job's kept plan (a plan's tail once its first steps are evicted) the plan made from scratch."""
     checked = []
     sync = victim_steps.QueueSteps.sync
 
@@ -102,11 +103,19 @@ def test_steps_kept_in_step_are_the_steps_built_afresh(spec: dict[str, int], mon
         assert fresh.holds.tolist() == self.holds.tolist() and fresh.nrows.tolist() == self.nrows.tolist()
         assert fresh.row_node.tolist() == self.row_node.tolist()
         assert fresh.row_frees.tolist() == self.row_frees.tolist()
+        session = self.pool.session
+        for job in self.jobs:  # each kept plan is the plan made now from scratch
+            alone = victims._plan(session, job) if victims.is_candidate(session, job) else ()
+            assert [_content(step) for step in self.pool.plan(job)] == [_content(step) for step in alone]
         checked.append(self.queue)
 
     monkeypatch.setattr(victim_steps.QueueSteps, "sync", checked_sync)
     assert run_cycle(_snapshot(spec), SchedulerConfig()).evictions
     assert len(checked) > len(set(checked)) > 1  # several queues, each kept in step more than once
+
+
+def _content(step: victims.PlanStep) -> tuple[object, ...]:
+    return (step.unit, step.holds, step.requeue, step.nodes, step.frees.tolist())
 
 
 def _decisions(result: CycleResult) -> dict[str, object]:

@@ -109,6 +109,31 @@ def _bucket(job: Job, alive_total: int) -> int:
 _ALIVE = np.array(sorted(ALIVE), dtype=np.int8)
 
 
+_RUNNING = np.int8(TaskStatus.RUNNING)
+_RELEASING = np.int8(TaskStatus.RELEASING)
+
+
+def _tail(
+    session: Session, job: Job, cached: tuple[bytes, tuple[PlanStep, ...]], state: bytes
+) -> tuple[PlanStep, ...] | None:
+    """The job's plan when it only lost the pods of its cached plan's first steps since (they went from
+    running to releasing, nothing else changed): the rest of that plan, else None. `_plan` takes the
+    pods in the same order from the state its first steps leave, so it would make the same steps."""
+    before, plan = cached
+    was = np.frombuffer(before, dtype=np.int8)
+    now = np.frombuffer(state, dtype=np.int8)
+    changed = np.flatnonzero(was != now)
+    if not (bool(np.all(was[changed] == _RUNNING)) and bool(np.all(now[changed] == _RELEASING))):
+        return None
+    gone = set(session.job_order_tasks[job.index][changed].tolist())
+    taken: set[int] = set()
+    for k, step in enumerate(plan):
+        if taken == gone:
+            return plan[k:]
+        taken.update(step.unit.tasks)
+    return () if taken == gone else None
+
+
 @dataclass(slots=True)
 class _Memo:
     """What every victim pool of a session shares: per task its job and request, per job whether it may
@@ -184,7 +209,9 @@ class VictimPool:
         cached = self._plans.get(job.index)
         if cached is not None and cached[0] == state:
             return cached[1]
-        plan = _plan(self.session, job) if is_candidate(self.session, job) else ()
+        plan = _tail(self.session, job, cached, state) if cached is not None else None
+        if plan is None:
+            plan = _plan(self.session, job) if is_candidate(self.session, job) else ()
         self._plans[job.index] = (state, plan)
         return plan
 
