@@ -110,23 +110,27 @@ def runs_after(
     path = tmp / "patched.yaml"
     path.write_text(patched_manifests(case, suggestion["patches"]))
     out = json.loads(kai(["sim", "-f", str(path), *flags, "-o", "json"]))
+    if doc["podGroup"] is None:  # a pod kai did not schedule: do the pods of its workload run now?
+        kind, workload = doc["workload"].split("/", 1)
+        pods = [p for p in out["pods"] if p["namespace"] == doc["namespace"] and _made_by(p, kind, workload)]
+        return bool(pods) and all(p["phase"] == "Running" for p in pods)
     name = doc["podGroup"]
     if any(p["mergePatch"] is None for p in suggestion["patches"]):
         # an object deleted from the input shifts the simulator's uids, which name derived PodGroups:
         # find the workload's PodGroup through its pods' top owner
         kind, workload = doc["workload"].split("/", 1)
         name = next(
-            (
-                p["podGroup"]
-                for p in out["pods"]
-                if p["namespace"] == doc["namespace"]
-                and (p["owner"] or {"kind": "Pod", "name": p["name"]}) == {"kind": kind, "name": workload}
-            ),
+            (p["podGroup"] for p in out["pods"] if p["namespace"] == doc["namespace"] and _made_by(p, kind, workload)),
             name,
         )
     group = next((g for g in out["podGroups"] if g["namespace"] == doc["namespace"] and g["name"] == name), None)
     assert group is not None, f"PodGroup {doc['namespace']}/{doc['podGroup']} is gone after {suggestion['change']}"
     return bool(group["phase"] == "Running")
+
+
+def _made_by(pod: dict[str, Any], kind: str, workload: str) -> bool:
+    """Is the pod (kai sim's JSON) made by the workload (itself, for a bare pod)?"""
+    return bool((pod["owner"] or {"kind": "Pod", "name": pod["name"]}) == {"kind": kind, "name": workload})
 
 
 def sim_words(case: pathlib.Path, doc: dict[str, Any], flags: list[str]) -> list[str]:

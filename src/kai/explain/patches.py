@@ -75,6 +75,26 @@ def pod_specs(obj: Any, path: tuple[str | int, ...] = ()) -> Iterator[tuple[tupl
             yield from pod_specs(item, (*path, i))
 
 
+def scheduler_name_patch(obj: Mapping[str, Any], *, namespace: str | None, ours: str) -> model.Patch | None:
+    """The merge patch that hands an object's pods to kai: each of its pod specs (a bare pod's own, a
+    workload's templates) names `ours` as its scheduler. None when every one already does."""
+    edited = copy.deepcopy(dict(obj))
+    for _, spec in pod_specs(edited):
+        spec["schedulerName"] = ours
+    diff = merge_diff(obj, edited)
+    metadata = obj.get("metadata")
+    name = metadata.get("name") if isinstance(metadata, Mapping) else None
+    if not diff or not isinstance(name, str):
+        return None
+    return model.Patch(
+        api_version=str(obj.get("apiVersion", "")),
+        kind=str(obj.get("kind", "")),
+        namespace=namespace,
+        name=name,
+        merge_patch=diff,
+    )
+
+
 def _requests(spec: Raw) -> dict[str, float]:
     try:
         return parse_pod_spec_requests(Reader(spec, source=None, kind="Pod", name=""))

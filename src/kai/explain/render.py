@@ -101,33 +101,57 @@ def not_our_scheduler(scheduler: str, ours: str) -> str:
 
 
 def _ungrouped_pod_document(
-    *, namespace: str, name: str, phase: str, reason: str | None, message: str, evidence: model.Evidence, estimate: str
+    *,
+    namespace: str,
+    name: str,
+    phase: str,
+    reason: str | None,
+    message: str,
+    evidence: model.Evidence,
+    estimate: str,
+    fix: model.Suggestion | None = None,
+    start: float | None = None,
+    workload: str | None = None,
 ) -> dict[str, Any]:
-    """The contract's document for a pod that belongs to no PodGroup kai schedules."""
+    """The contract's document for a pod that belongs to no PodGroup kai schedules (`workload`: its top
+    owner's kind/name when known, else the pod's own)."""
     return {
         "kind": "Pod",
         "namespace": namespace,
         "name": name,
         "podGroup": None,
-        "workload": f"Pod/{name}",
+        "workload": workload or f"Pod/{name}",
         "queue": None,
         "phase": phase,
         "reason": reason,
         "message": message,
         "evidence": dict(evidence),
         "otherReasons": [],
-        "suggestions": [],
+        "suggestions": []
+        if fix is None
+        else [{"change": fix.change, "patches": [_patch(p) for p in fix.patches], "verified": fix.verified}],
         "position": None,
-        "estimatedStart": None,
+        "estimatedStart": format_timestamp(start) if start is not None else None,
         "estimate": estimate,
-        "estimateAfterFix": None,
+        "estimateAfterFix": fix.change if fix is not None and start is not None else None,
     }
 
 
 def foreign_pod_document(
-    *, namespace: str, name: str, scheduler: str, ours: str, phase: str, node: str | None
+    *,
+    namespace: str,
+    name: str,
+    scheduler: str,
+    ours: str,
+    phase: str,
+    node: str | None,
+    fix: model.Suggestion | None = None,
+    estimate: model.Estimate | None = None,
+    workload: str | None = None,
 ) -> dict[str, Any]:
-    """The contract's document for a pod another scheduler places (NotOurScheduler while it waits)."""
+    """The contract's document for a pod another scheduler places (NotOurScheduler while it waits); a
+    simulated cluster gives the waiting pod its verified fix (naming kai as its scheduler) and the
+    start that fix gives it."""
     waiting = phase == "Pending"
     return _ungrouped_pod_document(
         namespace=namespace,
@@ -136,7 +160,10 @@ def foreign_pod_document(
         reason=model.NOT_OUR_SCHEDULER if waiting else None,
         message=not_our_scheduler(scheduler, ours) if waiting else f"{phase.lower()} on {node}",
         evidence={"schedulerName": scheduler},
-        estimate="",
+        estimate=estimate.text if estimate is not None and waiting else "",
+        fix=fix if waiting else None,
+        start=estimate.start if estimate is not None and waiting else None,
+        workload=workload,
     )
 
 
@@ -166,9 +193,9 @@ def podgroup_text(doc: dict[str, Any]) -> str:
     lines = []
     what = f"{doc['kind']} {doc['namespace']}/{doc['name']}"
     workload = doc["workload"].replace("/", " ", 1)
-    if doc["kind"] == "Pod":
+    if doc["kind"] == "Pod" and doc["podGroup"] is not None:
         what += f" (PodGroup {doc['podGroup']}, {workload})"
-    else:
+    elif doc["kind"] != "Pod" or doc["workload"] != f"Pod/{doc['name']}":
         what += f" ({workload})"
     lines.append(f"{what}, queue {doc['queue'] or '<none>'}: {doc['phase']}")
     if doc["reason"] is None:

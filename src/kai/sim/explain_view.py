@@ -4,14 +4,16 @@ with estimated starts from simulating forward, and the pod view (where a pod run
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kai.api.fields import format_timestamp
 from kai.api.podgroup import workload_of
 from kai.cluster import explaining
 from kai.core.model import TaskStatus
-from kai.explain import analysis, engine, model, render
+from kai.explain import analysis, engine, model, patches, render
+from kai.podgrouper import model as grouper_model
+from kai.podgrouper import top_owner
 from kai.sim import forecast
 from kai.sim.engine import SCHEDULER_NAME, Simulation
 
@@ -66,13 +68,21 @@ def pod(sim: Simulation, key: str, *, horizon: float) -> dict[str, Any]:
             doc.update(_settled(sim, key, doc))
         return doc
     if not found.ours:
+        phase = RUNNING_PHASES.get(found.status, "Pending")
+        made_by = _top_owner(sim, key)
+        fix, estimate = (None, None)
+        if phase == "Pending" and made_by is not None:
+            fix, estimate = _hand_to_kai(sim, key, made_by, horizon=horizon)
         return render.foreign_pod_document(
             namespace=namespace,
             name=name,
+            workload=f"{made_by['kind']}/{made_by['metadata']['name']}" if made_by is not None else None,
             scheduler=found.pod.scheduler_name,
             ours=SCHEDULER_NAME,
-            phase=RUNNING_PHASES.get(found.status, "Pending"),
+            phase=phase,
             node=found.node,
+            fix=fix,
+            estimate=estimate,
         )
     # a pod of ours the pod grouper could not group (its reason and message say why)
     owner = f"{found.owner[0]}/{found.owner[1]}" if found.owner else f"Pod/{name}"
@@ -94,6 +104,45 @@ def pod(sim: Simulation, key: str, *, horizon: float) -> dict[str, Any]:
         "estimate": "",
         "estimateAfterFix": None,
     }
+
+
+def _top_owner(sim: Simulation, key: str) -> Mapping[str, Any] | None:
+    """The object that made the pod (the pod itself when nothing did), as stored."""
+    namespace, name = key.split("/", 1)
+    raw = sim.lookup(namespace, "v1", "Pod", name)
+    if raw is None:
+        return None
+    chain = top_owner.owner_chain(pod=raw, lookup=sim.lookup)
+    return None if isinstance(chain, grouper_model.GroupingError) else chain.top_owner
+
+
+def _hand_to_kai(
+    sim: Simulation, key: str, owner: Mapping[str, Any], *, horizon: float
+) -> tuple[model.Suggestion | None, model.Estimate | None]:
+    """A waiting pod another scheduler should place: the fix that names kai as its scheduler (on the
+    pod, or on the pod template of the workload that made it: `owner`), verified on a fork of the
+    simulation, and the start it gives the pod's workload; (None, None) when kai would not run it either."""
+    namespace, name = key.split("/", 1)
+    patch = patches.scheduler_name_patch(owner, namespace=namespace or None, ours=SCHEDULER_NAME)
+    if patch is None:
+        return None, None
+    owned = None if patch.kind == "Pod" else (patch.kind, patch.name)  # the workload that makes its pods
+
+    def started(fork: Simulation) -> bool:
+        return any(
+            p.ours and p.status == TaskStatus.RUNNING and (p.owner == owned if owned else k == key)
+            for k, p in fork.pods.items()
+            if k.startswith(f"{namespace}/")
+        )
+
+    estimate = forecast.start_after_patches(sim, (patch,), started, horizon=horizon)
+    if estimate is None or estimate.start is None:
+        return None, None
+    target = f"the pod template of {patch.kind} {patch.name}" if owned else name
+    change = f"set the schedulerName of {target} to {SCHEDULER_NAME}"
+    fix = model.Suggestion(change=change, patches=(patch,), verified=True, size=(0, 0.0))
+    text = f"{estimate.text} after its fix ({change}); without it, kai leaves it to its scheduler"
+    return fix, model.Estimate(start=estimate.start, text=text, after_fix=change)
 
 
 def _settled(sim: Simulation, key: str, doc: dict[str, Any]) -> dict[str, Any]:

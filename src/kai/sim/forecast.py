@@ -15,7 +15,7 @@ and says so of the others.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from kai.api.fields import format_timestamp
 from kai.api.podgroup import format_duration
@@ -80,6 +80,26 @@ def _after_fix(
     when, _, events = found.text.partition(", once ")
     text = f"{when} after its fix ({fix.change}){', once ' + events if events else ''}; {without}"
     return model.Estimate(start=found.start, text=text, after_fix=fix.change)
+
+
+def start_after_patches(
+    sim: Simulation, patches: Sequence[model.Patch], started: Callable[[Simulation], bool], *, horizon: float
+) -> model.Estimate | None:
+    """When `started` first holds on a fork with the patches applied now, within `horizon` seconds
+    (a start of None and why not otherwise); None when the patches cannot be applied."""
+    fork = sim.fork()
+    if not patching.apply_patches(fork, patches):
+        return None
+    names = _workload_names(sim)
+    begin = fork.now
+    seen = len(fork.totals.events)
+    for _ in fork.cycles(cycles=None, until_idle=True, until=begin + horizon):
+        assert fork.last_cycle is not None
+        if started(fork):
+            at = fork.last_cycle[0].now
+            return model.Estimate(start=at, text=_starts_text(at, begin, fork.totals.events[seen:], names))
+        seen = len(fork.totals.events)
+    return model.Estimate(start=None, text=_no_start_text(fork, begin, horizon, names))
 
 
 def _forward(fork: Simulation, keys: set[str], *, horizon: float, names: dict[str, str]) -> dict[str, model.Estimate]:
