@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 
 from benchmarks.clusters import allocate_manifests
 from kai.cli import json_text
-from kai.cli.collector import collector_paused
+from kai.cluster import collector
 from kai.core.session import SchedulerConfig
 from kai.sim import output
 from kai.sim.engine import Simulation
@@ -59,19 +59,19 @@ def measure(nodes: int, pods: int) -> SimRow:
         del text
         config = replace(SchedulerConfig(), actions=("allocate",))
         start = time.process_time()
-        with collector_paused():
+        with collector.paused(freeze=True):
             loaded = load_paths([str(path)], extra_keys=frozenset({config.queue_label_key}))
         row.seconds["load"] = time.process_time() - start
     assert not loaded.errors, loaded.errors[:3]
     start = time.process_time()
-    with collector_paused():
+    with collector.paused(freeze=True):
         simulation = Simulation(loaded.objects, config=config, start_time=None)
     row.seconds["setup"] = time.process_time() - start
     start = time.process_time()
     simulation.run(cycles=None, until_idle=False, max_time=3600.0)
     row.seconds["cycle"] = time.process_time() - start
     start = time.process_time()
-    with collector_paused():
+    with collector.paused(freeze=True):
         json_text.dumps(output.build(simulation))
     row.seconds["output"] = time.process_time() - start
     return row

@@ -9,10 +9,10 @@ import yaml
 
 from kai.api.fields import parse_duration
 from kai.cli import CONTEXT_SETTINGS, json_text, process
-from kai.cli.collector import collector_paused
 from kai.cli.sim_help import EPILOG, print_config_help
 from kai.cli.simulate import simulate
 from kai.cli.views import names
+from kai.cluster import collector
 from kai.sim import output
 
 if TYPE_CHECKING:
@@ -155,7 +155,7 @@ def sim(
         on_pause=on_pause,
     )
     if fmt in ("json", "yaml"):
-        with collector_paused():  # the document is built and written at once, then dropped
+        with collector.paused(freeze=True):  # the document is built and written at once, then dropped
             doc = output.build(simulation)
             click.echo(json_text.encode(doc) if fmt == "json" else yaml.safe_dump(doc, sort_keys=False))
         process.end_quickly()

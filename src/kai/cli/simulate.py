@@ -17,7 +17,7 @@ from kai.api.errors import InputError
 from kai.api.fields import parse_duration, parse_timestamp
 from kai.api.manifest import SkippedObject, Workload
 from kai.api.podgroup import format_duration
-from kai.cli.collector import collector_paused
+from kai.cluster import collector
 from kai.cluster.config import load_config, parse_actions
 from kai.core.session import SchedulerConfig
 from kai.sim.engine import Simulation
@@ -100,7 +100,7 @@ def simulate(
             else f"{cycles or 1} cycle(s) of {format_duration(config.schedule_period)}"
         )
         raise click.BadParameter(f"{format_duration(late[0])} is after the end of the run ({reach})", param_hint="--at")
-    with collector_paused():  # the input is read into objects that live as long as the run
+    with collector.paused(freeze=True):  # the input is read into objects that live as long as the run
         loaded = load_paths(paths, extra_keys=frozenset({config.queue_label_key}))
     _report_skipped(loaded.skipped, verbose=verbose)
     for warning in loaded.warnings:
@@ -117,7 +117,7 @@ def simulate(
             err=True,
         )
     try:
-        with collector_paused():
+        with collector.paused(freeze=True):
             simulation = Simulation(loaded.objects, config=config, start_time=start)
         for warning in loaded.warnings:  # load-time warnings are events at the start, as an admission warning
             simulation.record_event(
