@@ -159,3 +159,63 @@ def test_a_gang_goes_where_its_pods_one_by_one_would(
     snapshot = _snapshot(nodes, gang, selector)
     config = SchedulerConfig(gpu_placement=placement)
     assert _at_once(snapshot, config) == _pod_by_pod(snapshot, config)
+
+
+def _one_by_one(session: Session, stmt: Statement, tasks: list[int]) -> str | None:
+    """`place_tasks`'s outcome the general way: `place_task` per pod, the gang pipelined whole."""
+    start = stmt.checkpoint()
+    for t in tasks:
+        error = place_task(session, stmt, session.task(t))
+        if error is not None:
+            stmt.rollback(start)
+            if len(tasks) > 1:
+                name = session.task(t).name
+                return f"{len(tasks)} pods of the gang must start together; pod {name} fits nowhere: {error}"
+            return error
+    if any(session.status[t] == TaskStatus.PIPELINED for t in tasks):
+        stmt.convert_to_pipelined(set(tasks))
+    return None
+
+
+def _in_two_parts(
+    snapshot: Snapshot, config: SchedulerConfig, split: int, *, at_once: bool
+) -> tuple[list[str | None], list[tuple[int, int]]]:
+    """The gang's pods placed in two attempts in one session, the first committed before the second."""
+    session = open_session(snapshot, config)
+    job, tasks = _gang(session)
+    errors: list[str | None] = []
+    for part in (tasks[:split], tasks[split:]):
+        stmt = Statement(session, action="allocate")
+        if at_once:
+            error = place_tasks(session, stmt, snapshot.jobs[job], [session.task(t) for t in part])
+        else:
+            error = _one_by_one(session, stmt, part)
+        stmt.commit()
+        errors.append(error)
+    return errors, [(int(session.node[t]), int(session.status[t])) for t in tasks]
+
+
+@settings(max_examples=60, derandomize=True, database=None, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    nodes=st.lists(node_specs, min_size=1, max_size=12),
+    first=shapes,
+    second=shapes,
+    sizes=st.tuples(st.integers(2, 24), st.integers(0, 6)),
+    split=st.integers(1, 29),
+    placement=st.sampled_from(["binpack", "spread"]),
+)
+def test_a_later_attempt_on_nodes_an_earlier_one_changed_goes_where_pods_one_by_one_would(
+    nodes: list[tuple[int, int, float, bool, int]],
+    first: tuple[float, float],
+    second: tuple[float, float],
+    sizes: tuple[int, int],
+    split: int,
+    placement: str,
+) -> None:
+    """The second attempt starts from the fits the first left in the session (`Session.shape_fits`):
+    the nodes the first one filled must be judged again."""
+    gang = [first] * sizes[0] + [second] * sizes[1]
+    snapshot = _snapshot(nodes, gang, False)
+    config = SchedulerConfig(gpu_placement=placement)
+    split = min(split, len(gang) - 1)
+    assert _in_two_parts(snapshot, config, split, at_once=True) == _in_two_parts(snapshot, config, split, at_once=False)

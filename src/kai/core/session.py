@@ -241,6 +241,9 @@ class Session:
         # placement's memory of pods that fit no node: (task shape key, the sum of node_version when
         # found, the fit error); while the sum is unchanged no node changed, so a like pod fails alike
         self.fits_nowhere: dict[tuple[object, ...], tuple[int, str]] = {}
+        # placement's last fit of a task shape sharing no GPU (request bytes, constraint), with the
+        # node_version it was computed at: a like task's fit recomputes only the nodes changed since
+        self.shape_fits: dict[tuple[bytes, int], tuple[Fit, npt.NDArray[np.int64]]] = {}
 
     # ----------------------------------------------------------------- extension points
     def refresh_shared_rooms(self, node: int) -> None:

@@ -116,6 +116,21 @@ def _current(session: Session, known: KnownFit, task: Task) -> fit_lib.Fit:
     return fit_lib.refit_nodes(session, fit, changed, task)
 
 
+def _like_fit(session: Session, shape: Shape, task: Task) -> fit_lib.Fit:
+    """`find_fit` of a task sharing no GPU without plugin predicates, from the last fit of a like task
+    in this session (`Session.shape_fits`): the nodes whose counters moved since (`node_version`: every
+    statement operation on a node, and its undo, bumps it) are computed again (`fit.refit_nodes`), the
+    others cannot have changed. The first pod of each gang no longer computes a fit over every node."""
+    known = session.shape_fits.get(shape)
+    if known is None:
+        fit = fit_lib.find_fit(session, task)
+    else:
+        changed = np.flatnonzero(session.node_version != known[1])
+        fit = _current(session, (known[0], set(changed.tolist())), task)
+    session.shape_fits[shape] = (fit, session.node_version.copy())
+    return fit
+
+
 @dataclasses.dataclass(slots=True)
 class _PackedRun:
     """Like pods of a gang placed with packing scores (`_packs`): while they fit the node the last one
@@ -176,7 +191,12 @@ def place_tasks(session: Session, stmt: Statement, job: Job, tasks: Sequence[Tas
         if remembered is not None and remembered[0] == version:
             error: str | None = remembered[1]  # no node changed since a pod like it fit nowhere
         else:
-            fit = fit_lib.find_fit(session, task) if known is None else _current(session, known, task)
+            if known is not None:
+                fit = _current(session, known, task)
+            elif same is not None:
+                fit = _like_fit(session, same, task)
+            else:
+                fit = fit_lib.find_fit(session, task)
             error = _place(session, stmt, task, fit, why=why)
             if error is not None and nowhere is not None:
                 session.fits_nowhere[nowhere] = (version, error)
