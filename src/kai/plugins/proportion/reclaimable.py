@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -46,13 +46,15 @@ GUARANTEE_DESERVED_QUOTA = "guarantee-deserved-quota"
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class QueueTable:
-    """The queue tree and its per-queue vectors ([Q, 3] each), as the rules read them."""
+    """The queue tree and its per-queue vectors ([Q, 3] each), as the rules read them. The fair shares
+    are set when the session opens and read, never changed, by the actions."""
 
     names: tuple[str, ...]
     parents: tuple[int, ...]  # -1 for a top-level queue
     deserved: Matrix
     limit: Matrix
     fair_share: Matrix
+    shares: dict[int, Vector] = field(default_factory=dict)  # `allocatable_share` per queue, once asked
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -72,8 +74,13 @@ def less_equal(left: Vector, right: Vector) -> bool:
 
 
 def allocatable_share(table: QueueTable, queue: int) -> Vector:
-    """max(deserved, fair share) capped by the limit; -1 where unlimited."""
-    return resources.allocatable_share(table.deserved[queue], table.fair_share[queue], table.limit[queue])
+    """max(deserved, fair share) capped by the limit; -1 where unlimited (read-only: kept per queue)."""
+    share = table.shares.get(queue)
+    if share is None:
+        share = resources.allocatable_share(table.deserved[queue], table.fair_share[queue], table.limit[queue])
+        share.flags.writeable = False
+        table.shares[queue] = share
+    return share
 
 
 def path(parents: Sequence[int], queue: int) -> list[int]:
