@@ -19,6 +19,11 @@ this measures:
 * one `kai explain queue` of that job's queue (its waiting jobs only; estimates as on a live
   cluster, where no simulation runs forward).
 
+With `--at-rest NODES PODS`, fixes on a cluster at rest (`too_large_cluster`: every pod asks more
+GPUs than a node has, so every waiting group has a fix to verify and the cycle decides nothing): kai
+sim's explaining of its cycle at rest (`engine.rest_dry_runs`), and kai run's cycles at rest until
+every group carries its fix (`measure_at_rest`).
+
 A cycle on an unchanged cluster whose waiting jobs all have their fix reuses the last explanations
 and pays nothing. Times are CPU seconds. Run with `python -m benchmarks.explain_bench --nodes 100
 --pods 2000`; `python -m benchmarks --only 9` reports the per-cycle figures.

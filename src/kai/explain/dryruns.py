@@ -15,6 +15,9 @@ by the same change in the same queue), and nothing tried after it can take back 
 of the others. The actions' per-cycle caps (a queue depth per action, scenario budgets) count the
 jobs tried before, and a plugin predicate or a shared GPU reads the pod itself: with them nothing is
 shared between twins.
+
+The same reasoning lets a cycle at rest try a change to one job with every other waiting job left out
+of the actions' attempts (`alone`): about a session's opening instead of a whole cycle.
 """
 
 from __future__ import annotations
@@ -22,11 +25,17 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from kai.core.model import Job
+import numpy as np
+
+from kai.core.model import Job, JobProblem, Snapshot
 from kai.core.session import Session
 from kai.explain import analysis, changes
 
 Candidate = tuple[changes.Change, ...]
+# what a dry cycle that asks of one job only gives every other waiting job: the actions do not try it
+# (allocate and the victim searches leave out a job with a problem), while its pods still count in
+# its queue's request, so the fair shares are divided as before
+LEFT_OUT = JobProblem(reason="LeftOut", message="not tried in a dry cycle that asks of another job")
 # the changes that touch nothing but the job they are made for
 LOCAL = (
     changes.SetQueue,
@@ -41,7 +50,7 @@ LOCAL = (
 @dataclass(slots=True)
 class Book:
     """What the context's dry cycles found: per candidate, the jobs as it leaves them and the indices of
-    those that then run; per twin class and change (`_twin_change`), whether the job then runs."""
+    those that then run; per twin class and change (`twin_change`), whether the job then runs."""
 
     outcomes: dict[Candidate, tuple[tuple[Job, ...], frozenset[int]]] = field(default_factory=dict)
     twins: dict[tuple[object, ...], bool] = field(default_factory=dict)
@@ -113,6 +122,40 @@ def twin_key(ctx: analysis.Context, job: Job) -> tuple[object, ...] | None:
         None if facts is None else (facts.podgroup_is_input, facts.queue_label_missing, facts.preemptibility_set),
         tuple(pods),
     )
+
+
+def alone(ctx: analysis.Context, job: Job, candidate: Candidate, changed: Snapshot) -> Snapshot | None:
+    """The changed snapshot with every other waiting job left out of the actions' attempts (`LEFT_OUT`),
+    for a dry cycle that asks only whether the job runs; None where that could answer otherwise than
+    the full dry cycle: a cycle not at rest, or a change that touches more than the job.
+
+    On a cycle at rest every other job's attempt fails and leaves nothing behind, on the cluster as it
+    is, whatever the order; the job's own attempts meet that same cluster; and nothing tried after it
+    can take back what it was given (only running pods are victims). So leaving the others out changes
+    nothing for it, as long as the fair shares the actions read are the same as the cycle's, which
+    the caller checks once the session is open (`same_shares`)."""
+    if not ctx.remembered("at rest", lambda: at_rest(ctx.session)) or not _local(job, candidate):
+        return None
+    jobs = list(ctx.remembered("others left out", lambda: _left_out(ctx)))
+    jobs[job.index] = changed.jobs[job.index]
+    return dataclasses.replace(changed, jobs=tuple(jobs))
+
+
+def same_shares(ctx: analysis.Context, session: Session) -> bool:
+    """Whether a dry cycle's session divides the queues' fair shares as the cycle's did."""
+    return bool(np.array_equal(session.fair_share, ctx.session.fair_share))
+
+
+def _left_out(ctx: analysis.Context) -> tuple[Job, ...]:
+    session = ctx.session
+    return tuple(
+        dataclasses.replace(j, problem=LEFT_OUT) if j.problem is None and session.has_pending(j) else j
+        for j in ctx.snapshot.jobs
+    )
+
+
+def _local(job: Job, candidate: Candidate) -> bool:
+    return all(isinstance(change, LOCAL) and change.job == job.index for change in candidate)
 
 
 def twin_change(twin: tuple[object, ...] | None, job: Job, candidate: Candidate) -> tuple[object, ...] | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -118,7 +119,9 @@ def explain_listed(
     earlier = known or {}
     out: dict[str, model.Explanation] = {}
     for job in jobs:
-        explanation = explain_job(ctx, job, budget=min(DRY_RUNS_PER_JOB, pool.left), with_position=False, shared=pool)
+        explanation = explain_job(
+            ctx, job, budget=min(DRY_RUNS_PER_JOB, math.ceil(pool.left)), with_position=False, shared=pool
+        )
         before = earlier.get(job.key)
         if (
             not explanation.suggestions

@@ -127,6 +127,7 @@ class Simulation:
         self.queue_figures: dict[str, QueueFigures] = {}  # as the last cycle left them
         self.last_cycle: tuple[Snapshot, Session] | None = None  # its snapshot and session, for `kai explain`
         self.explanations: dict[str, Explanation] = {}  # why the last cycle's waiting PodGroups wait
+        self.fixes = explaining.FixMemory()  # what the cycles at rest found (`explaining.cycle_explanations`)
         self.warnings: list[str] = []
         self._uid_counter = itertools.count(1)
         self._pending: list[tuple[float, int, ApiObject, Mapping[str, Any]]] = []
@@ -531,7 +532,7 @@ class Simulation:
         session = run_actions(built.snapshot, self.config)
         self.last_cycle = (built.snapshot, session)
         self.explanations = explaining.cycle_explanations(
-            self, self.config, built.snapshot, session, pod_end=self.pod_end, lazy_owners=True
+            self, self.config, built.snapshot, session, pod_end=self.pod_end, lazy_owners=True, fixes=self.fixes
         )
         return close_session(session)
 
