@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from kai.podgrouper import base, model, objects, registry, top_owner
+from kai.podgrouper import base, model, objects, top_owner
 from kai.podgrouper import config as cfg
 
 
@@ -33,6 +33,8 @@ def group_pod(
     object becomes an ``InvalidWorkload`` error rather than an exception.
     """
     assert chain.pod is pod or chain.pod == pod, "the owner chain belongs to another pod"
+    from kai.podgrouper import registry  # every grouper module: imported when a pod first needs grouping
+
     ctx = base.GroupingContext(pod=pod, chain=chain, config=config, view=view)
     grouper = registry.grouper_for(top_owner=chain.top_owner)
     try:
