@@ -129,11 +129,18 @@ async def test_kai_run_ends_where_kai_sim_ends(
         assert sorted(gpus_per_node.values()) == sorted(sim_per_node.values())
 
         sim_groups = {g["name"]: g for g in sim["podGroups"]}
-        for name in ("gang-a", "gang-b", "too-big"):
-            group = await get(kube, resources.PODGROUPS, name, namespace)
-            conditions = (group.get("status") or {}).get("schedulingConditions") or []
-            want = [c["reason"] for c in sim_groups[name]["conditions"]]
-            assert [c["reason"] for c in conditions] == want, name
+        want = {name: [c["reason"] for c in sim_groups[name]["conditions"]] for name in ("gang-a", "gang-b", "too-big")}
+
+        async def conditions_match() -> dict[str, list[str]]:
+            # a status is a report: it may reach the API server after the bindings (kai.kubernetes.writer)
+            got = {}
+            for name in want:
+                group = await get(kube, resources.PODGROUPS, name, namespace)
+                got[name] = [c["reason"] for c in (group.get("status") or {}).get("schedulingConditions") or []]
+            assert got == want, got
+            return got
+
+        assert await eventually(conditions_match, timeout=45) == want
 
         sim_queues = {q["name"]: q for q in sim["queues"]}
 
