@@ -13,18 +13,25 @@ import logging
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from kai.api.errors import InputError
-from kai.cluster.config import load_config
-from kai.cluster.gpu_sharing import RESERVATION_APP, RESERVATION_NAMESPACE
-from kai.core.session import SchedulerConfig
+from kai.cluster.reservation_names import RESERVATION_APP, RESERVATION_NAMESPACE
 from kai.kubernetes.kubeconfig import KubeConfigError
 from kai.kubernetes.leader import LeaseConfig
-from kai.kubernetes.reservations import DEFAULT_IMAGE, ReservationSettings
-from kai.kubernetes.serve import RunOptions, StartupError, serve
-from kai.kubernetes.webhook import DEFAULT_HOST, WebhookOptions, WebhookSettings
+from kai.kubernetes.options import (
+    DEFAULT_HOST,
+    DEFAULT_IMAGE,
+    ReservationSettings,
+    RunOptions,
+    WebhookOptions,
+    WebhookSettings,
+)
+from kai.kubernetes.serve import StartupError, serve
+
+if TYPE_CHECKING:
+    from kai.core.session import SchedulerConfig
 
 
 class _JsonFormatter(logging.Formatter):
@@ -335,11 +342,16 @@ def run(
       kai run --webhook --gpu-sharing --webhook-host kai-scheduler-webhook.kai-scheduler.svc
     """
     _configure_logging(log_format, verbosity)
-    try:
-        config = load_config(config_path) if config_path else SchedulerConfig()
-    except InputError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(2)
+    config: SchedulerConfig | None = None  # the defaults, made once the scheduling core is imported
+    if config_path:
+        from kai.api.errors import InputError
+        from kai.cluster.config import load_config
+
+        try:
+            config = load_config(config_path)
+        except InputError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(2)
     for flag, address in (
         ("--metrics-bind-address", metrics_bind_address),
         ("--health-probe-bind-address", health_probe_bind_address),

@@ -30,12 +30,10 @@ from typing import Any
 import msgspec
 
 from kai.api import pod as api_pod
+from kai.cluster.reservation_names import APP_LABEL, RESERVATION_APP
 from kai.core.model import TaskStatus
 from kai.core.snapshot_builder import PodState
 
-RESERVATION_NAMESPACE = "kai-resource-reservation"
-RESERVATION_APP = "kai-resource-reservation"  # value of the `app` label, and the reservation pods' service account
-APP_LABEL = "app"
 DEVICE_UUID_ANNOTATION = "run.ai/reserve_for_gpu_index"
 CONFIGMAP_ANNOTATION = "runai/shared-gpu-configmap"
 CDI_DEVICE_PREFIX = "k8s.device-plugin.nvidia.com/gpu="

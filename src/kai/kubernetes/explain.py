@@ -20,7 +20,7 @@ from kai.explain import analysis, engine, render
 from kai.kubernetes.cache import ClusterCache
 from kai.kubernetes.client import KubeClient
 from kai.kubernetes.informer import Informer
-from kai.kubernetes.runner import OWNER_RESOURCES, REQUIRED_RESOURCES
+from kai.kubernetes.resources import OWNER_RESOURCES, REQUIRED_RESOURCES
 from kai.scheduler.cycle import run_actions
 
 PHASES = {TaskStatus.RUNNING: "Running", TaskStatus.RELEASING: "Terminating", TaskStatus.SUCCEEDED: "Succeeded"}

@@ -53,6 +53,43 @@ class InformerHandler(Protocol):
     def on_delete(self, obj: dict[str, Any]) -> None: ...
 
 
+class HeldEvents:
+    """An informer's handler until the real one exists: the events are kept in the order they came
+    and handed over by `attach`, after which they pass straight through.
+
+    `kai run` starts its informers' first lists before it has imported the scheduling core that
+    holds the cache (`kai.kubernetes.serve`); the lists' objects wait here meanwhile."""
+
+    def __init__(self) -> None:
+        self._held: list[tuple[str, tuple[dict[str, Any], ...]]] = []
+        self._target: InformerHandler | None = None
+
+    def attach(self, handler: InformerHandler) -> None:
+        """Deliver the held events to `handler`, in order, and every later event at once."""
+        held, self._held = self._held, []
+        for kind, args in held:
+            getattr(handler, kind)(*args)
+        self._target = handler
+
+    def on_add(self, obj: dict[str, Any]) -> None:
+        if self._target is not None:
+            self._target.on_add(obj)
+        else:
+            self._held.append(("on_add", (obj,)))
+
+    def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        if self._target is not None:
+            self._target.on_update(old, new)
+        else:
+            self._held.append(("on_update", (old, new)))
+
+    def on_delete(self, obj: dict[str, Any]) -> None:
+        if self._target is not None:
+            self._target.on_delete(obj)
+        else:
+            self._held.append(("on_delete", (obj,)))
+
+
 class InformerState(enum.StrEnum):
     STARTING = "starting"  # the first list has not completed
     SYNCED = "synced"  # the store holds a complete list and watching keeps it current
@@ -213,6 +250,7 @@ class Informer:
             return False
         self._failures = 0
         self._reconcile(items)
+
         self.resource_version = version
         self.state = InformerState.SYNCED
         self.synced.set()
@@ -333,3 +371,18 @@ class Informer:
             return
         if version:
             self.resource_version = version
+
+
+def held_informers(
+    client: KubeClient,
+    required: tuple[ApiResource, ...],
+    optional: tuple[ApiResource, ...],
+    *,
+    on_restart: Callable[[ApiResource, RestartReason], None] | None = None,
+) -> list[Informer]:
+    """One informer per kind (those of `optional` may be absent), each holding its events
+    (`HeldEvents`) until its handler is attached."""
+    return [
+        Informer(client, resource, HeldEvents(), optional=resource in optional, on_restart=on_restart)
+        for resource in (*required, *optional)
+    ]

@@ -31,29 +31,18 @@ from typing import Any
 from kai.api import pod as api_pod
 from kai.api.fields import parse_timestamp
 from kai.cluster import gpu_sharing as sharing
+from kai.cluster.reservation_names import APP_LABEL, RESERVATION_APP
 from kai.core.snapshot_builder import PodState
 from kai.kubernetes import resources
+from kai.kubernetes.options import ReservationSettings
 from kai.kubernetes.writer import Writer
 
 log = logging.getLogger(__name__)
 
-DEFAULT_IMAGE = "kai-resource-reservation:0.1.0"
 RESERVATION_CONTAINER = "resource-reservation"
 NAME_PREFIX = "gpu-reservation"
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"  # cluster autoscalers leave the node while the device is held
 _SUFFIX_ALPHABET = string.ascii_lowercase + string.digits
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ReservationSettings:
-    """How reservation pods are made (the `--resource-reservation-*` flags of `kai run`)."""
-
-    namespace: str = sharing.RESERVATION_NAMESPACE
-    image: str = DEFAULT_IMAGE
-    service_account: str = sharing.RESERVATION_APP
-    timeout: float = 40.0  # seconds a bind waits for the device UUID (KAI's default)
-    runtime_class: str | None = None
-    cdi: bool = False  # NVIDIA_VISIBLE_DEVICES as CDI device names
 
 
 class ReservationFailed(Exception):
@@ -88,7 +77,7 @@ def reservation_pod(*, name: str, node: str, group: str, settings: ReservationSe
         "metadata": {
             "name": name,
             "namespace": settings.namespace,
-            "labels": {sharing.APP_LABEL: sharing.RESERVATION_APP, api_pod.GPU_GROUP_LABEL: group},
+            "labels": {APP_LABEL: RESERVATION_APP, api_pod.GPU_GROUP_LABEL: group},
             "annotations": {DO_NOT_DISRUPT: "true"},
         },
         "spec": spec,

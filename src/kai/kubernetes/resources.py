@@ -111,3 +111,16 @@ WORKLOAD_RESOURCES: tuple[ApiResource, ...] = (
 )
 """The workload operators' kinds the pod grouper reads as top owners (optional: a kind whose CRD is
 not installed is never met)."""
+
+
+# What `kai run`'s cycle reads; a kind whose CRD is not installed is simply never met (optional).
+REQUIRED_RESOURCES: tuple[ApiResource, ...] = (NODES, PODS, PRIORITY_CLASSES, QUEUES, PODGROUPS)
+OWNER_RESOURCES: tuple[ApiResource, ...] = (
+    DEPLOYMENTS,
+    REPLICA_SETS,
+    STATEFUL_SETS,
+    JOBS,
+    CRON_JOBS,
+    *WORKLOAD_RESOURCES,
+)
+"""The kinds the pod grouper reads as owners (optional)."""

@@ -50,16 +50,16 @@ from kai.core.decisions import CycleResult, HopelessSearches, Kind
 from kai.core.model import Job, Snapshot
 from kai.core.session import SchedulerConfig, Session
 from kai.explain import engine, model
-from kai.kubernetes import resources
 from kai.kubernetes.apply import EffectApplier
 from kai.kubernetes.cache import ClusterCache
 from kai.kubernetes.client import KubeClient
 from kai.kubernetes.early_binds import EarlyBinds
 from kai.kubernetes.grouper import PodGrouper
-from kai.kubernetes.informer import Informer
+from kai.kubernetes.informer import HeldEvents, Informer, held_informers
+from kai.kubernetes.options import ReservationSettings
 from kai.kubernetes.pacing import BusyWindow
-from kai.kubernetes.reservations import DeviceReservations, ReservationSettings
-from kai.kubernetes.resources import ApiResource
+from kai.kubernetes.reservations import DeviceReservations
+from kai.kubernetes.resources import OWNER_RESOURCES, REQUIRED_RESOURCES, ApiResource
 from kai.kubernetes.shared_binds import SharedGpuBinds
 from kai.kubernetes.writer import Writer
 from kai.scheduler.cycle import close_session, run_actions, settled
@@ -68,23 +68,6 @@ log = logging.getLogger(__name__)
 
 PROMPT_WINDOW = 0.02  # seconds an early cycle waits after an arrival for the rest of its burst
 EARLY_BIND_POLL = 0.02  # seconds between two looks at what a running cycle's allocate has committed
-
-# What the cycle reads; a kind whose CRD is not installed is simply never met (optional).
-REQUIRED_RESOURCES: tuple[ApiResource, ...] = (
-    resources.NODES,
-    resources.PODS,
-    resources.PRIORITY_CLASSES,
-    resources.QUEUES,
-    resources.PODGROUPS,
-)
-OWNER_RESOURCES: tuple[ApiResource, ...] = (
-    resources.DEPLOYMENTS,
-    resources.REPLICA_SETS,
-    resources.STATEFUL_SETS,
-    resources.JOBS,
-    resources.CRON_JOBS,
-    *resources.WORKLOAD_RESOURCES,
-)
 
 
 class _CacheHandler:
@@ -174,17 +157,18 @@ class Scheduler:
 
     # ----------------------------------------------------------------- caches
     def make_informers(self, on_restart: Callable[..., None] | None = None) -> list[Informer]:
-        self.informers = [
-            Informer(
-                self.client,
-                resource,
-                _CacheHandler(self.cache, resource, self._on_change),
-                optional=resource in OWNER_RESOURCES,
-                on_restart=on_restart,
-            )
-            for resource in (*REQUIRED_RESOURCES, *OWNER_RESOURCES)
-        ]
-        return self.informers
+        return self.attach_informers(
+            held_informers(self.client, REQUIRED_RESOURCES, OWNER_RESOURCES, on_restart=on_restart)
+        )
+
+    def attach_informers(self, informers: list[Informer]) -> list[Informer]:
+        """Feed the cache from `informers` (made by `held_informers`, maybe already listing): what
+        they delivered so far is applied now, in order, and every later event as it comes."""
+        for informer in informers:
+            assert isinstance(informer.handler, HeldEvents)
+            informer.handler.attach(_CacheHandler(self.cache, informer.resource, self._on_change))
+        self.informers = informers
+        return informers
 
     def _on_change(self) -> None:
         if self.cache.arrivals != self._arrivals_seen:
@@ -204,6 +188,7 @@ class Scheduler:
         await self.wait_synced()
         for callback in self.on_synced:
             callback()
+
         period = self.config.schedule_period
         loop = asyncio.get_running_loop()
         while not stop.is_set():

@@ -5,49 +5,50 @@ Only the replica holding the Lease writes anything; the others keep their caches
 ready (their `/readyz?verbose` says they wait for the lease), so a takeover starts scheduling at
 once. On SIGTERM the current cycle finishes or is abandoned, queued writes get a short grace to
 drain, the Lease is released and the process exits 0 within 10 s.
+
+The start is arranged for the time to the first binding: the informers' first lists are requested
+as soon as the client exists, and the scheduling core, the metrics server (and the webhooks, when
+enabled) are imported in a thread while the replies arrive (importing them takes longer than the
+lists on a busy machine); what the lists deliver meanwhile is held (`HeldEvents`) and handed to
+the cache once the scheduler is made. `kai run` reads its flags with only `kai.kubernetes.options`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import logging
 import signal
 import ssl
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from kai.core.session import SchedulerConfig
 from kai.deploy.crds import INSTALL_HINT, REQUIRED_CRDS
 from kai.kubernetes import client as kc
-from kai.kubernetes import collector, leader, observability
-from kai.kubernetes.reservations import ReservationSettings
-from kai.kubernetes.runner import Scheduler
-from kai.kubernetes.webhook import WebhookOptions, WebhookServer, start_webhooks
+from kai.kubernetes import collector, leader
+from kai.kubernetes.informer import RestartReason, held_informers
+from kai.kubernetes.options import RunOptions
+from kai.kubernetes.resources import OWNER_RESOURCES, REQUIRED_RESOURCES, ApiResource
 from kai.kubernetes.writer import Writer
+
+if TYPE_CHECKING:
+    from kai.kubernetes.observability import Metrics
+    from kai.kubernetes.webhook import WebhookServer
 
 log = logging.getLogger(__name__)
 
 SHUTDOWN_GRACE = 8.0  # seconds for queued writes after SIGTERM (the contract allows 10 in all)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class RunOptions:
-    kubeconfig: str | None
-    context: str | None
-    config: SchedulerConfig
-    scheduler_name: str = "kai-scheduler"
-    leader_elect: bool = True
-    leader_election_namespace: str = "kai-scheduler"
-    leader_election_id: str = "kai-scheduler"
-    lease_duration: float = 15.0  # seconds, as client-go's leader election
-    renew_deadline: float = 10.0
-    retry_period: float = 2.0
-    metrics_address: str = "127.0.0.1:8080"
-    health_address: str = "127.0.0.1:8081"
-    qps: float = 50.0
-    burst: int = 300
-    reservations: ReservationSettings = field(default_factory=ReservationSettings)
-    webhook: WebhookOptions | None = None  # serve the admission webhooks (`--webhook`)
+# imported off the event loop while the first lists arrive (see the module's docstring)
+CORE_MODULES = ("kai.kubernetes.runner", "kai.kubernetes.observability")
+WEBHOOK_MODULES = ("kai.kubernetes.webhook",)
+
+
+def _import(modules: Sequence[str]) -> None:
+    for module in modules:
+        importlib.import_module(module)
 
 
 class StartupError(Exception):
@@ -76,32 +77,61 @@ async def serve(options: RunOptions, *, stop: asyncio.Event | None = None) -> in
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
+    collector.starting()  # the first list fills the caches: see kai.kubernetes.collector
     client = kc.connect(
         kubeconfig_path=options.kubeconfig,
         context=options.context,
         options=kc.ClientOptions(qps=options.qps, burst=options.burst),
     )
     async with client:
-        missing = await missing_crds(client)
-        if missing:
-            raise StartupError(
-                f"the cluster at {client.server} lacks the CRDs kai needs: {', '.join(missing)}; {INSTALL_HINT}"
-            )
+        modules = (*CORE_MODULES, *(WEBHOOK_MODULES if options.webhook is not None else ()))
+        importing = asyncio.ensure_future(asyncio.to_thread(_import, modules))
+        metrics: Metrics | None = None
+        early_restarts: list[tuple[ApiResource, RestartReason]] = []
+
+        def on_restart(resource: ApiResource, reason: RestartReason) -> None:
+            if metrics is None:
+                early_restarts.append((resource, reason))
+            else:
+                metrics.watch_restarted(resource, reason)
+
+        informers = held_informers(client, REQUIRED_RESOURCES, OWNER_RESOURCES, on_restart=on_restart)
+        tasks: list[asyncio.Task[None]] = [
+            asyncio.create_task(i.run(), name=f"informer {i.resource.label}") for i in informers
+        ]
+        try:
+            missing = await missing_crds(client)
+            if missing:
+                raise StartupError(
+                    f"the cluster at {client.server} lacks the CRDs kai needs: {', '.join(missing)}; {INSTALL_HINT}"
+                )
+            await importing
+
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+        from kai.core.session import SchedulerConfig
+        from kai.kubernetes import observability
+        from kai.kubernetes.runner import Scheduler
+
         identity = leader.default_identity()
         metrics = observability.Metrics()
+        for resource, reason in early_restarts:
+            metrics.watch_restarted(resource, reason)
         writer = Writer(client, observe=metrics.write_done)
         scheduler = Scheduler(
             client=client,
             writer=writer,
-            config=options.config,
+            config=options.config or SchedulerConfig(),
             scheduler_name=options.scheduler_name,
             identity=identity,
             reservation_settings=options.reservations,
         )
         scheduler.on_cycle.append(lambda report: metrics.cycle_done(scheduler, report))
-        collector.starting()  # the first list fills the caches: see kai.kubernetes.collector
         scheduler.on_synced.append(collector.synced)
-        informers = scheduler.make_informers(on_restart=metrics.watch_restarted)
+        scheduler.attach_informers(informers)
         elector = (
             leader.LeaderElector(
                 client,
@@ -131,16 +161,20 @@ async def serve(options: RunOptions, *, stop: asyncio.Event | None = None) -> in
         )
         await health.start()
         webhooks: WebhookServer | None = None
-        tasks: list[asyncio.Task[None]] = []
         if options.webhook is not None:
+            from kai.kubernetes.webhook import start_webhooks
+
             try:
-                webhooks, tasks = await start_webhooks(
+                webhooks, webhook_tasks = await start_webhooks(
                     options.webhook, client=client, queues=lambda: scheduler.cache.queues, stop=stop
                 )
             except (kc.ApiError, kc.ApiUnreachable, OSError, ssl.SSLError) as err:
                 await health.stop()
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
                 raise StartupError(f"cannot serve the admission webhooks: {err}") from None
-        tasks += [asyncio.create_task(i.run(), name=f"informer {i.resource.label}") for i in informers]
+            tasks += webhook_tasks
         if elector is not None:
             tasks.append(asyncio.create_task(elector.run(), name="leader election"))
         loop_task = asyncio.create_task(scheduler.run(is_leader=is_leader, stop=stop), name="scheduling loop")

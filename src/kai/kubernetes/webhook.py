@@ -25,7 +25,6 @@ import ssl
 import string
 import tempfile
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,20 +35,11 @@ from kai.api.errors import InputError
 from kai.cluster import admission
 from kai.kubernetes import client as kc
 from kai.kubernetes import resources, webhook_tls
+from kai.kubernetes.options import WebhookOptions, WebhookSettings
 
 log = logging.getLogger(__name__)
 
 _SUFFIX_ALPHABET = string.ascii_lowercase + string.digits
-DEFAULT_HOST = "kai-scheduler-webhook.kai-scheduler.svc"  # the chart's Service, in the chart's default namespace
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class WebhookSettings:
-    """What the pod webhooks apply (`--scheduler-name`, `--gpu-sharing`, `--gpu-pod-runtime-class`)."""
-
-    scheduler_name: str = "kai-scheduler"
-    gpu_sharing: bool = False
-    runtime_class: str | None = None
 
 
 class WebhookServer:
@@ -156,19 +146,6 @@ class WebhookServer:
             )
 
         return handle
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class WebhookOptions:
-    """`kai run --webhook` and its `--webhook-*` flags."""
-
-    settings: WebhookSettings
-    address: str = "0.0.0.0:9443"
-    cert_dir: Path | None = None  # the user's tls.crt and tls.key; None: kai makes and keeps its own
-    secret_namespace: str = "kai-scheduler"
-    secret_name: str = "kai-scheduler-webhook-tls"
-    hosts: tuple[str, ...] = (DEFAULT_HOST,)
-    configuration: str = "kai-scheduler"
 
 
 async def start_webhooks(
