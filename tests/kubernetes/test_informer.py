@@ -13,7 +13,7 @@ from lightkube.resources import core_v1
 from kai.kubernetes import client as kc
 from kai.kubernetes import resources
 from kai.kubernetes.backoff import Backoff
-from kai.kubernetes.informer import Informer, InformerState, ResourceNotInstalled, RestartReason
+from kai.kubernetes.informer import HeldEvents, Informer, InformerState, ResourceNotInstalled, RestartReason
 from tests.kubernetes.controlplane import ControlPlane
 from tests.kubernetes.faultproxy import FaultProxy
 from tests.kubernetes.recorder import Recorder
@@ -89,6 +89,27 @@ async def test_lists_then_delivers_adds_updates_and_deletes(kube: kc.KubeClient,
         assert recorder.objects["before"]["data"] == {"v": "2"}
         assert set(informer.store) == {(namespace, "before")}
         assert informer.relists == 0
+
+
+async def test_events_before_the_handler_is_attached_are_handed_over_in_order(
+    kube: kc.KubeClient, namespace: str
+) -> None:
+    """`kai run` lists before its cache exists: what arrives meanwhile reaches the cache when it attaches."""
+    await put_config_map(kube, namespace, "listed")
+    held = HeldEvents()
+    informer = Informer(kube, CONFIG_MAPS, held, namespace=namespace, label_selector=SELECTOR, backoff=FAST)
+    async with running(informer):
+        await put_config_map(kube, namespace, "watched")
+        await patch_config_map(kube, namespace, "listed", "2")
+        async with asyncio.timeout(30):
+            while informer.store.get((namespace, "listed"), {}).get("data") != {"v": "2"}:
+                await asyncio.sleep(0.05)
+        recorder = Recorder()
+        held.attach(recorder)
+        assert recorder.events == [("add", "listed"), ("add", "watched"), ("update", "listed")]
+        await delete_config_map(kube, namespace, "watched")
+        await recorder.wait_for(lambda r: ("delete", "watched") in r.events, "the delete of 'watched'")
+        assert recorder.objects == {"listed": informer.store[(namespace, "listed")]}
 
 
 async def test_pages_a_large_list(kube: kc.KubeClient, namespace: str, fault_proxy: FaultProxy) -> None:
