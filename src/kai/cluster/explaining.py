@@ -175,19 +175,23 @@ def cycle_explanations(
     pod_end: model.PodEnd = model.no_known_end,
     lazy_owners: bool = False,
     fixes: FixMemory | None = None,
+    seek_fixes: bool = True,
 ) -> dict[str, model.Explanation]:
     """Explanations of the PodGroups that wait after a cycle (by namespace/name), for its conditions:
     every one's reasons, and first fixes while the cycle's dry runs last (`engine.explain_cycle`; a
     cycle at rest has `engine.rest_dry_runs`, which on a cluster of fewer than `engine.REST_DRY_RUN_PODS`
     pods covers waiting groups by the thousand, twins sharing theirs). `fixes`: what the adapter's
     cycles at rest found, used and kept by its cycles at rest only, so that a run of them (kai sim
-    waiting for its next timed event) does not search again what stands. `pod_end`, `lazy_owners`:
-    see `facts`."""
+    waiting for its next timed event) does not search again what stands. `seek_fixes=False`: reasons
+    only (a simulation run forward for an estimate, whose words nobody reads). `pod_end`,
+    `lazy_owners`: see `facts`."""
     waiting = engine.waiting_jobs(session)
     if not waiting:
         return {}
     at_rest = dryruns.at_rest(session)
     dry_runs = engine.rest_dry_runs(snapshot) if at_rest else engine.cycle_dry_runs(snapshot)
+    if not seek_fixes:
+        dry_runs = 0
     ctx = cycle_context(
         state, config, snapshot, session, waiting, owners=dry_runs > 0, pod_end=pod_end, lazy_owners=lazy_owners
     )

@@ -128,6 +128,7 @@ class Simulation:
         self.last_cycle: tuple[Snapshot, Session] | None = None  # its snapshot and session, for `kai explain`
         self.explanations: dict[str, Explanation] = {}  # why the last cycle's waiting PodGroups wait
         self.fixes = explaining.FixMemory()  # what the cycles at rest found (`explaining.cycle_explanations`)
+        self.seeks_fixes = True  # whether its cycles' conditions carry verified fixes (not in a `fork`)
         self.warnings: list[str] = []
         self._uid_counter = itertools.count(1)
         self._pending: list[tuple[float, int, ApiObject, Mapping[str, Any]]] = []
@@ -532,7 +533,14 @@ class Simulation:
         session = run_actions(built.snapshot, self.config)
         self.last_cycle = (built.snapshot, session)
         self.explanations = explaining.cycle_explanations(
-            self, self.config, built.snapshot, session, pod_end=self.pod_end, lazy_owners=True, fixes=self.fixes
+            self,
+            self.config,
+            built.snapshot,
+            session,
+            pod_end=self.pod_end,
+            lazy_owners=True,
+            fixes=self.fixes,
+            seek_fixes=self.seeks_fixes,
         )
         return close_session(session)
 
@@ -679,6 +687,7 @@ class Simulation:
         """A copy that runs on by itself with no new arrivals (what `kai explain` simulates forward on)."""
         fork = copy.deepcopy(self)
         fork._pending = []
+        fork.seeks_fixes = False  # what it says of its waiting groups is never shown: no dry run for their fixes
         return fork
 
     def clock_text(self) -> str:
