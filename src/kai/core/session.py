@@ -211,6 +211,7 @@ class Session:
         self.job_version: npt.NDArray[np.int64] = np.zeros(len(snapshot.jobs), dtype=np.int64)
         # per node, a counter statements bump whenever the node's resources or shared devices change
         self.node_version: npt.NDArray[np.int64] = np.zeros(nodes.count, dtype=np.int64)
+        self.node_changes = 0  # the sum of node_version (statements bump both): whether any node changed
         self._attempt_cache: dict[int, tuple[int, Vector]] = {}
         self._tasks_cache: dict[int, tuple[int, tuple[Task, ...]]] = {}  # tasks_to_allocate, by job version
         self._exists: dict[int, Counts] = {}  # _existing: snapshot statuses only, so once per job
@@ -238,12 +239,12 @@ class Session:
         self.starts: list[JobStart] = []
         self.stale_marks: list[StaleMark] = []
         self.failed_signatures: set[tuple[object, ...]] = set()
-        # placement's memory of pods that fit no node: (task shape key, the sum of node_version when
-        # found, the fit error); while the sum is unchanged no node changed, so a like pod fails alike
+        # placement's memory of pods that fit no node: (task shape key, node_changes when
+        # found, the fit error); while it is unchanged no node changed, so a like pod fails alike
         self.fits_nowhere: dict[tuple[object, ...], tuple[int, str]] = {}
         # placement's last fit of a task shape sharing no GPU (request bytes, constraint), with the
         # node_version it was computed at: a like task's fit recomputes only the nodes changed since
-        self.shape_fits: dict[tuple[bytes, int], tuple[Fit, npt.NDArray[np.int64]]] = {}
+        self.shape_fits: dict[tuple[bytes, int], tuple[Fit, npt.NDArray[np.int64], int]] = {}
 
     # ----------------------------------------------------------------- extension points
     def refresh_shared_rooms(self, node: int) -> None:

@@ -99,6 +99,7 @@ class Statement:
         s.podset_alive[task.job][task.podset] += 1
         s.job_version[task.job] += 1
         s.node_version[node] += 1
+        s.node_changes += 1
         charge = s.task_charge[task.index]
         s._charge_queue(job, charge, +1.0)
 
@@ -122,6 +123,7 @@ class Statement:
             s.podset_alive[task.job][task.podset] -= 1
             s.job_version[task.job] += 1
             s.node_version[node] += 1
+            s.node_changes += 1
             s._charge_queue(job, charge, -1.0)
 
         kind = Kind.PIPELINE if pipelined else Kind.BIND
@@ -167,6 +169,7 @@ class Statement:
         s.podset_alive[task.job][task.podset] -= 1
         s.job_version[task.job] += 1
         s.node_version[node] += 1
+        s.node_changes += 1
         charge = s.task_charge[task.index]
         s._charge_queue(job, charge, -1.0)
 
@@ -182,6 +185,7 @@ class Statement:
             s.podset_alive[task.job][task.podset] += 1
             s.job_version[task.job] += 1
             s.node_version[node] += 1
+            s.node_changes += 1
             s._charge_queue(job, charge, +1.0)
 
         self._ops.append(

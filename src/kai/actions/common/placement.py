@@ -37,7 +37,7 @@ def place_task(
     `remember`: a failure is kept in `Session.fits_nowhere`, and a like task fails with the same error
     without a fit while no node changed (for callers that try many tasks on an unchanged cluster)."""
     nowhere = _nowhere_key(session, task, why, allow_pipeline) if remember else None
-    version = int(session.node_version.sum()) if nowhere is not None else 0
+    version = session.node_changes if nowhere is not None else 0
     remembered = session.fits_nowhere.get(nowhere) if nowhere is not None else None
     if remembered is not None and remembered[0] == version:
         return remembered[1]
@@ -124,10 +124,12 @@ def _like_fit(session: Session, shape: Shape, task: Task) -> fit_lib.Fit:
     known = session.shape_fits.get(shape)
     if known is None:
         fit = fit_lib.find_fit(session, task)
+    elif known[2] == session.node_changes:  # no node changed since
+        return _current(session, (known[0], set()), task)
     else:
         changed = np.flatnonzero(session.node_version != known[1])
         fit = _current(session, (known[0], set(changed.tolist())), task)
-    session.shape_fits[shape] = (fit, session.node_version.copy())
+    session.shape_fits[shape] = (fit, session.node_version.copy(), session.node_changes)
     return fit
 
 
@@ -185,7 +187,7 @@ def place_tasks(session: Session, stmt: Statement, job: Job, tasks: Sequence[Tas
         packed = None
         known = fits.get(same) if same is not None else None
         nowhere = _nowhere_key(session, task, why) if known is None else None
-        version = int(session.node_version.sum()) if nowhere is not None else 0
+        version = session.node_changes if nowhere is not None else 0
         remembered = session.fits_nowhere.get(nowhere) if nowhere is not None else None
         fit: fit_lib.Fit | None = None
         if remembered is not None and remembered[0] == version:
