@@ -34,13 +34,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import msgspec
 
 from benchmarks.clusters import Cluster, allocate_cluster
 from kai.cluster import explaining
+from kai.core.model import Job, Snapshot
 from kai.core.session import SchedulerConfig
 from kai.explain import analysis, dryruns, engine, model
 from kai.scheduler.cycle import run_actions
@@ -94,6 +95,33 @@ def _facts(cluster: Cluster, *, pods: bool = False) -> model.Facts:
     return model.Facts(workloads=workloads, pod_owners=owners, priority_classes=classes, objects=raw.get)
 
 
+def _cycles_at_rest(
+    snapshot: Snapshot,
+    waiting: list[Job],
+    cycle_context: Callable[[], analysis.Context],
+    *,
+    rest_seconds: float,
+    at_least: int,
+) -> tuple[explaining.CycleExplainer, list[float], engine.CycleExplanations]:
+    """kai run's cycles at rest on one cluster (the first explains every waiting job, the next only those
+    whose fix is still unknown), until every fix is known or `rest_seconds` of CPU (at least `at_least`
+    cycles) are spent: the explainer as they leave it, each cycle's CPU seconds and the last cycle's
+    explanations."""
+    explainer = explaining.CycleExplainer()
+    rest: list[float] = []
+    dry_runs = explainer.dry_runs(snapshot, busy=False)
+    while len(rest) < at_least or sum(rest) < rest_seconds:
+        standing, chosen = explainer.plan(0, waiting, busy=False)
+        if standing is not None:
+            break
+        t = time.process_time()
+        found = engine.explain_cycle(cycle_context(), chosen, dry_runs=dry_runs, known=explainer.fixes.known())
+        explainer.record(0, waiting, chosen, found)
+        rest.append(time.process_time() - t)
+    assert explainer.last is not None
+    return explainer, rest, explainer.last[2]
+
+
 def measure(*, nodes: int, pods: int, largest: int = 64, rest_seconds: float = 10.0) -> dict[str, float]:
     cluster = allocate_cluster(nodes=nodes, pods=pods, largest=largest)
     built = cluster.built()
@@ -119,19 +147,9 @@ def measure(*, nodes: int, pods: int, largest: int = 64, rest_seconds: float = 1
 
     # cycles at rest on the same cluster, as kai run's: the first explains every waiting job, the next
     # only those whose fix is still unknown
-    explainer = explaining.CycleExplainer()
-    rest: list[float] = []
-    dry_runs = explainer.dry_runs(built.snapshot, busy=False)
-    while len(rest) < 2 or sum(rest) < rest_seconds:
-        standing, chosen = explainer.plan(0, waiting, busy=False)
-        if standing is not None:
-            break
-        t = time.process_time()
-        found = engine.explain_cycle(cycle_context(), chosen, dry_runs=dry_runs, known=explainer.fixes.known())
-        explainer.record(0, waiting, chosen, found)
-        rest.append(time.process_time() - t)
-    assert explainer.last is not None
-    last = explainer.last[2]
+    explainer, rest, last = _cycles_at_rest(
+        built.snapshot, waiting, cycle_context, rest_seconds=rest_seconds, at_least=2
+    )
     done = [search for search in explainer.fixes.searches.values() if search.done]
     sought = len(done)
     fixed = sum(1 for search in done if search.found is not None)
@@ -163,7 +181,7 @@ def measure(*, nodes: int, pods: int, largest: int = 64, rest_seconds: float = 1
         "later_rest": sum(rest[1:]) / max(1, len(rest) - 1) if len(rest) > 1 else 0.0,
         "rest_cycles": len(rest),
         "converged": 0.0 if last.unsought else 1.0,
-        "dry_runs": dry_runs,
+        "dry_runs": explaining.CycleExplainer.dry_runs(built.snapshot, busy=False),
         "sought": sought,
         "verified": fixed,
         "unsought": len(last.unsought),
@@ -212,19 +230,9 @@ def measure_at_rest(*, nodes: int, pods: int, rest_seconds: float = 10.0) -> dic
     sim_cost = time.process_time() - t
     sim_fixed = sum(1 for e in sim.explanations.values() if e.suggestions)
 
-    explainer = explaining.CycleExplainer()
-    rest: list[float] = []
-    dry_runs = explainer.dry_runs(built.snapshot, busy=False)
-    while sum(rest) < rest_seconds:
-        standing, chosen = explainer.plan(0, waiting, busy=False)
-        if standing is not None:
-            break
-        t = time.process_time()
-        found = engine.explain_cycle(cycle_context(), chosen, dry_runs=dry_runs, known=explainer.fixes.known())
-        explainer.record(0, waiting, chosen, found)
-        rest.append(time.process_time() - t)
-    assert explainer.last is not None
-    last = explainer.last[2]
+    explainer, rest, last = _cycles_at_rest(
+        built.snapshot, waiting, cycle_context, rest_seconds=rest_seconds, at_least=0
+    )
     fixed = sum(1 for search in explainer.fixes.searches.values() if search.found is not None)
     per_cycle = fixed / max(1, len(rest))
     return {
