@@ -212,11 +212,14 @@ class Session:
         # per node, a counter statements bump whenever the node's resources or shared devices change
         self.node_version: npt.NDArray[np.int64] = np.zeros(nodes.count, dtype=np.int64)
         self.node_changes = 0  # the sum of node_version (statements bump both): whether any node changed
-        self._attempt_cache: dict[int, tuple[int, Vector]] = {}
+        self._attempt_cache: dict[int, tuple[int, Vector, Triple]] = {}  # by job version: request, as a triple
         self._tasks_cache: dict[int, tuple[int, tuple[Task, ...]]] = {}  # tasks_to_allocate, by job version
         self._exists: dict[int, Counts] = {}  # _existing: snapshot statuses only, so once per job
         self.simulated_attempts: dict[int, Vector] = {}  # set by the victim search while it re-places victims
         self.podset_alive: list[npt.NDArray[np.int64]] = self._open_accounts(snapshot)
+        # `queue_allocated` rows as Python floats, read at every pop of every job loop; a row is dropped
+        # here whenever `_charge_queue` changes it (the only writer once the accounts are open)
+        self._allocated_triples: list[Triple | None] = [None] * n_queues
         # extension points
         self.predicates: list[PredicateFn] = []
         self.node_scores: list[NodeScoreFn] = []
@@ -272,13 +275,19 @@ class Session:
         self._queue_order_set = True
 
     def allocated_triple(self, queue: int) -> Triple:
-        return _triple(self.queue_allocated[queue])
+        """`queue_allocated[queue]` as Python floats (kept until the row changes)."""
+        known = self._allocated_triples[queue]
+        if known is None:
+            known = self._allocated_triples[queue] = _triple(self.queue_allocated[queue])
+        return known
 
     def allocation_key(self, queue: int, job: Job) -> tuple[object, ...]:
         """The queue's place in the allocation order, with `job` as the job it would start next."""
-        return self.queue_order.key(
-            self, queue, _triple(self.queue_allocated[queue]), _triple(self.attempt_request(job)), NOTHING
-        )
+        allocated = self._allocated_triples[queue]  # `allocated_triple`, its usual case written out
+        if allocated is None:
+            allocated = self.allocated_triple(queue)
+        request = self._attempt_triple(job)
+        return self.queue_order.key(self, queue, allocated, request, NOTHING)
 
     def job_key(self, job: Job) -> tuple[object, ...]:
         key: tuple[object, ...] = ()
@@ -403,9 +412,10 @@ class Session:
         if job.queue < 0:
             return
         delta = sign * charge
-        allocated, allocated_np = self.queue_allocated, self.queue_allocated_np
+        allocated, allocated_np, triples = self.queue_allocated, self.queue_allocated_np, self._allocated_triples
         for queue in self._ancestor_list(job.queue):  # row by row: a path names each queue once
             allocated[queue] += delta
+            triples[queue] = None
             if not job.preemptible:
                 allocated_np[queue] += delta
 
@@ -450,13 +460,23 @@ class Session:
         simulated = self.simulated_attempts.get(job.index)
         if simulated is not None:
             return simulated
+        return self._attempt(job)[1]
+
+    def _attempt(self, job: Job) -> tuple[int, Vector, Triple]:
+        """The job's next attempt outside a simulation: (job version, its request, the request as a triple)."""
         version = int(self.job_version[job.index])
         cached = self._attempt_cache.get(job.index)
-        if cached is not None and cached[0] == version:
-            return cached[1]
-        value = self.job_request(self.tasks_to_allocate(job))
-        self._attempt_cache[job.index] = (version, value)
-        return value
+        if cached is None or cached[0] != version:
+            value = self.job_request(self.tasks_to_allocate(job))
+            cached = self._attempt_cache[job.index] = (version, value, _triple(value))
+        return cached
+
+    def _attempt_triple(self, job: Job) -> Triple:
+        """`attempt_request` as Python floats."""
+        simulated = self.simulated_attempts.get(job.index)
+        if simulated is not None:
+            return _triple(simulated)
+        return self._attempt(job)[2]
 
     def not_ready(self, job: Job) -> list[tuple[str, int, int]]:
         """KAI's readiness: (podset, minimum, existing pods) for each podset with fewer pods than its minimum.
