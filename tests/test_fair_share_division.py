@@ -133,9 +133,7 @@ def test_divide_tree(document: dict[str, Any], case: dict[str, Any]) -> None:
 
     assert set(shares) == set(case["expected"])
     for name, expected in case["expected"].items():
-        np.testing.assert_allclose(
-            shares[name], _vector(expected, size), rtol=0, atol=TOLERANCE, err_msg=name
-        )
+        np.testing.assert_allclose(shares[name], _vector(expected, size), rtol=0, atol=TOLERANCE, err_msg=name)
 
 
 @pytest.mark.parametrize(("document", "case"), RESOURCE_CASES)
@@ -276,9 +274,7 @@ def _large_tree(departments: int, teams: int, seed: int) -> tuple[np.ndarray[Any
             request = rng.choice([0.0, 1.0, 4.0, 16.0], size=3) * np.array([1.0, 8000.0, 3.2e10])
             request[0] += rng.choice([0.0, 0.5])
             team_requests.append(request)
-            quota = np.where(
-                rng.random(3) < 0.1, -1.0, rng.integers(0, 4, size=3) * np.array([1, 4000, 1.6e10])
-            )
+            quota = np.where(rng.random(3) < 0.1, -1.0, rng.integers(0, 4, size=3) * np.array([1, 4000, 1.6e10]))
             queues.append(
                 QueueTreeNode(
                     name=f"dept-{d:03d}-team-{t:03d}",

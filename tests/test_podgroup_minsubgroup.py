@@ -24,8 +24,13 @@ BAD = [
     ),
     (
         "both-in-subgroup",
-        {"queue": "q", "subGroups": [{"name": "p", "minMember": 1, "minSubGroup": 1}, {"name": "x", "minMember": 1,
-                                                                                         "parent": "p"}]},
+        {
+            "queue": "q",
+            "subGroups": [
+                {"name": "p", "minMember": 1, "minSubGroup": 1},
+                {"name": "x", "minMember": 1, "parent": "p"},
+            ],
+        },
         'PodGroup g: spec.subGroups[0].minSubGroup: cannot be combined with minMember in subgroup "p"',
     ),
     (
@@ -73,15 +78,27 @@ def test_bad_min_sub_group_exits_2_naming_the_field(
     [
         ({"minSubGroup": 2, "queue": "q", "subGroups": THREE}, 4),
         (  # the cheapest children count: 1 + 2 of {2, 3, 5}
-            {"minSubGroup": 2, "queue": "q", "subGroups": [
-                {"name": "a", "minMember": 5}, {"name": "b", "minMember": 2}, {"name": "c", "minMember": 3}]},
+            {
+                "minSubGroup": 2,
+                "queue": "q",
+                "subGroups": [
+                    {"name": "a", "minMember": 5},
+                    {"name": "b", "minMember": 2},
+                    {"name": "c", "minMember": 3},
+                ],
+            },
             5,
         ),
         (  # nested: leader (1) + workers needing 1 of racks {4, 2}
-            {"queue": "q", "subGroups": [
-                {"name": "leader", "minMember": 1}, {"name": "workers", "minSubGroup": 1},
-                {"name": "r1", "minMember": 4, "parent": "workers"},
-                {"name": "r2", "minMember": 2, "parent": "workers"}]},
+            {
+                "queue": "q",
+                "subGroups": [
+                    {"name": "leader", "minMember": 1},
+                    {"name": "workers", "minSubGroup": 1},
+                    {"name": "r1", "minMember": 4, "parent": "workers"},
+                    {"name": "r2", "minMember": 2, "parent": "workers"},
+                ],
+            },
             3,
         ),
         ({"minMember": 6, "queue": "q", "subGroups": THREE}, 6),  # no minSubGroup: minMember as written
@@ -93,8 +110,15 @@ def test_min_member_is_the_fewest_pods_that_satisfy_the_tree(spec: dict[str, obj
 
 
 def test_min_sub_group_is_kept_on_the_podgroup_and_its_subgroups() -> None:
-    spec = {"minSubGroup": 1, "queue": "q", "subGroups": [
-        {"name": "p", "minSubGroup": 1}, {"name": "x", "minMember": 1, "parent": "p"}, {"name": "y", "minMember": 1}]}
+    spec = {
+        "minSubGroup": 1,
+        "queue": "q",
+        "subGroups": [
+            {"name": "p", "minSubGroup": 1},
+            {"name": "x", "minMember": 1, "parent": "p"},
+            {"name": "y", "minMember": 1},
+        ],
+    }
     pg = api_podgroup.parse_podgroup(_pg(spec), source=None)
     assert pg.min_sub_group == 1
     assert [s.min_sub_group for s in pg.sub_groups] == [1, None, None]

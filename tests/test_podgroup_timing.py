@@ -62,7 +62,7 @@ def test_spec_fields_parse(spec: dict[str, Any], delay: float | None, grace: flo
 
 BAD_SPECS = [
     ({"preemptionDelay": "-5m"}, 'PodGroup g: spec.preemptionDelay: must not be negative, got "-5m"'),
-    ({"preemptionDelay": "30"}, 'PodGroup g: spec.preemptionDelay: must be a duration such as 90s'),
+    ({"preemptionDelay": "30"}, "PodGroup g: spec.preemptionDelay: must be a duration such as 90s"),
     ({"preemptionDelay": "soon"}, "PodGroup g: spec.preemptionDelay: must be a duration"),
     ({"stalenessGracePeriod": "1 minute"}, "PodGroup g: spec.stalenessGracePeriod: must be a duration"),
     # the CRD types it boolean, so the API server (and kai) refuses any string
@@ -70,16 +70,26 @@ BAD_SPECS = [
 ]
 
 
-@pytest.mark.parametrize(("spec", "message"), BAD_SPECS, ids=[m.split(": ")[1] + "-" + str(i) for i, (_, m) in
-                                                              enumerate(BAD_SPECS)])
+@pytest.mark.parametrize(
+    ("spec", "message"), BAD_SPECS, ids=[m.split(": ")[1] + "-" + str(i) for i, (_, m) in enumerate(BAD_SPECS)]
+)
 def test_bad_spec_value_is_an_input_error(spec: dict[str, Any], message: str, tmp_path: pathlib.Path) -> None:
     assert message in sim_input_error(tmp_path, _pg(spec))
 
 
 @pytest.mark.parametrize(
     ("seconds", "text"),
-    [(0, "0s"), (30, "30s"), (300, "5m0s"), (90, "1m30s"), (3600, "1h0m0s"), (1.5, "1.5s"), (0.25, "250ms"),
-     (-1, "-1s"), (86400, "24h0m0s")],
+    [
+        (0, "0s"),
+        (30, "30s"),
+        (300, "5m0s"),
+        (90, "1m30s"),
+        (3600, "1h0m0s"),
+        (1.5, "1.5s"),
+        (0.25, "250ms"),
+        (-1, "-1s"),
+        (86400, "24h0m0s"),
+    ],
 )
 def test_durations_print_as_go_does(seconds: float, text: str) -> None:
     assert api_podgroup.format_duration(seconds) == text
@@ -90,9 +100,24 @@ def test_durations_print_as_go_does(seconds: float, text: str) -> None:
 
 def _job(*, delay: float, creation: float, last_eviction: float | None) -> Job:
     return Job(
-        index=0, namespace="default", name="j", uid="u", queue=0, queue_name="q", priority=100,
-        priority_class_name="build", preemptible=False, can_preempt=True, min_member=1, podsets=(), tasks=(),
-        creation=creation, last_start=None, stale_since=None, preemption_delay=delay, last_eviction=last_eviction,
+        index=0,
+        namespace="default",
+        name="j",
+        uid="u",
+        queue=0,
+        queue_name="q",
+        priority=100,
+        priority_class_name="build",
+        preemptible=False,
+        can_preempt=True,
+        min_member=1,
+        podsets=(),
+        tasks=(),
+        creation=creation,
+        last_start=None,
+        stale_since=None,
+        preemption_delay=delay,
+        last_eviction=last_eviction,
     )
 
 
@@ -163,15 +188,26 @@ NODE = {
 }
 
 
-def _pod(name: str, group: str | None, *, node: str | None = None, annotations: dict[str, str] | None = None,
-         labels: dict[str, str] | None = None) -> dict[str, Any]:
+def _pod(
+    name: str,
+    group: str | None,
+    *,
+    node: str | None = None,
+    annotations: dict[str, str] | None = None,
+    labels: dict[str, str] | None = None,
+) -> dict[str, Any]:
     notes = {"pod-group-name": group} if group else {}
     notes.update(annotations or {})
     doc: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default", "creationTimestamp": START, "annotations": notes,
-                     "labels": labels or {}},
+        "metadata": {
+            "name": name,
+            "namespace": "default",
+            "creationTimestamp": START,
+            "annotations": notes,
+            "labels": labels or {},
+        },
         "spec": {
             "schedulerName": "kai-scheduler",
             "terminationGracePeriodSeconds": 5,
@@ -207,8 +243,10 @@ def _groups(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def test_delayed_job_says_until_when_and_preempts_after(tmp_path: pathlib.Path) -> None:
     docs = [
         NODE,
-        _group("victim", "train"), _pod("victim-0", "victim", node="node-1"),
-        _group("build", "build", preemptionDelay="10s"), _pod("build-0", "build"),
+        _group("victim", "train"),
+        _pod("victim-0", "victim", node="node-1"),
+        _group("build", "build", preemptionDelay="10s"),
+        _pod("build-0", "build"),
     ]
     early = _sim(tmp_path, docs, "--cycles", "5", "--actions", "allocate,reclaim,preempt,consolidation")
     [condition] = _groups(early)["build"]["conditions"]
@@ -229,7 +267,9 @@ def test_delayed_job_says_until_when_and_preempts_after(tmp_path: pathlib.Path) 
     late = _sim(tmp_path, docs, "--cycles", "12", "--actions", "allocate,preempt")
     [eviction] = late["evictions"]
     assert (eviction["pod"], eviction["time"], eviction["preemptor"]) == (
-        "default/victim-0", "2026-01-01T00:00:10Z", "default/build"
+        "default/victim-0",
+        "2026-01-01T00:00:10Z",
+        "default/build",
     )
 
 
@@ -239,7 +279,8 @@ def test_eviction_stamps_the_podgroup_and_re_arms_its_delay(tmp_path: pathlib.Pa
         NODE,
         _group("victim", "build-preemptible", created="2025-12-31T23:00:00Z", preemptionDelay="20s"),
         _pod("victim-0", "victim", node="node-1"),
-        _group("urgent", "inference"), _pod("urgent-0", "urgent"),
+        _group("urgent", "inference"),
+        _pod("urgent-0", "urgent"),
     ]
     doc = _sim(tmp_path, docs, "--cycles", "1", "--actions", "allocate,preempt")
     victim = _groups(doc)["victim"]
@@ -252,8 +293,15 @@ def test_eviction_stamps_the_podgroup_and_re_arms_its_delay(tmp_path: pathlib.Pa
     raw = _group("victim", "build-preemptible", created="2025-12-31T23:00:00Z", preemptionDelay="20s")
     raw["metadata"]["annotations"] = dict(victim["annotations"])
     pg = api_podgroup.parse_podgroup(raw, source=None)
-    built = build_snapshot(now=parse_timestamp(START) + 5, nodes=[], pods=[], foreign_pods=[], podgroups=[pg],
-                           queues=[], priority_classes={})
+    built = build_snapshot(
+        now=parse_timestamp(START) + 5,
+        nodes=[],
+        pods=[],
+        foreign_pods=[],
+        podgroups=[pg],
+        queues=[],
+        priority_classes={},
+    )
     [job] = built.snapshot.jobs
     assert job.last_eviction == parse_timestamp(START)
     assert job.preemption_delay_end == parse_timestamp(START) + 20
@@ -269,7 +317,9 @@ def test_workload_annotation_reaches_the_podgroup_and_bad_one_warns(tmp_path: pa
     doc = _sim(tmp_path, docs, "--cycles", "1", "--actions", "allocate")
     groups = {g["name"].split("-")[2]: g for g in doc["podGroups"]}
     assert (groups["a"]["preemptionDelay"], groups["a"]["safeToConsolidate"], groups["a"]["stalenessGracePeriod"]) == (
-        "2m0s", False, "-1s"
+        "2m0s",
+        False,
+        "-1s",
     )
     assert (groups["b"]["preemptionDelay"], groups["b"]["safeToConsolidate"]) == (None, True)
     [warning] = [e for e in doc["events"] if e["reason"] == "InvalidAnnotation"]
@@ -281,8 +331,12 @@ def test_workload_annotation_reaches_the_podgroup_and_bad_one_warns(tmp_path: pa
     ("spec", "cycles", "phase", "named"),
     [
         ({}, 61, "Releasing", "longer than the scheduler's staleness grace period of 60s"),
-        ({"stalenessGracePeriod": "10s"}, 11, "Releasing", "longer than its own (stalenessGracePeriod) staleness "
-                                                            "grace period of 10s"),
+        (
+            {"stalenessGracePeriod": "10s"},
+            11,
+            "Releasing",
+            "longer than its own (stalenessGracePeriod) staleness grace period of 10s",
+        ),
         ({"stalenessGracePeriod": "10s"}, 10, "Running", None),
         ({"stalenessGracePeriod": "-1s"}, 120, "Running", None),
     ],

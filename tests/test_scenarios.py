@@ -9,9 +9,7 @@ import yaml
 
 from tests.scenario_check import diff, run_sim
 
-CASES = sorted(
-    p for p in (pathlib.Path(__file__).parent / "scenarios").iterdir() if (p / "expect.yaml").exists()
-)
+CASES = sorted(p for p in (pathlib.Path(__file__).parent / "scenarios").iterdir() if (p / "expect.yaml").exists())
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])

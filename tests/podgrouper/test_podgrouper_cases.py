@@ -120,9 +120,7 @@ def render(result: model.PodGroupMetadata) -> dict[str, Any]:
     }
 
 
-def run_case(
-    shared: Sequence[Mapping[str, Any]], case: Mapping[str, Any]
-) -> tuple[model.GroupingResult, Store]:
+def run_case(shared: Sequence[Mapping[str, Any]], case: Mapping[str, Any]) -> tuple[model.GroupingResult, Store]:
     pod = case["pod"]
     store = Store([*shared, *(case.get("objects") or []), pod])
     chain = top_owner.owner_chain(pod=pod, lookup=store.get)

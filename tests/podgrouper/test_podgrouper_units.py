@@ -20,11 +20,8 @@ PARENTS: Mapping[str, str | None] = {
 
 
 def test_missing_queue_lists_the_leaf_queues() -> None:
-    assert queues.explain_missing_queue(
-        queue="team-x", existing_queues=QUEUES, label_key="kai.scheduler/queue"
-    ) == (
-        'queue "team-x" does not exist; create it or set the kai.scheduler/queue label to one of: '
-        "default-queue, team-a"
+    assert queues.explain_missing_queue(queue="team-x", existing_queues=QUEUES, label_key="kai.scheduler/queue") == (
+        'queue "team-x" does not exist; create it or set the kai.scheduler/queue label to one of: default-queue, team-a'
     )
 
 
@@ -48,9 +45,7 @@ def test_non_leaf_queue_suggests_leaves_at_every_depth_sorted() -> None:
         "a-team": "dept-b",
         "solo": "org",
     }
-    message = queues.explain_missing_queue(
-        queue="org", existing_queues=existing, label_key="q", parents=parents
-    )
+    message = queues.explain_missing_queue(queue="org", existing_queues=existing, label_key="q", parents=parents)
     assert message == (
         'queue "org" is not a leaf queue (it has child queues dept-a, dept-b, solo); set the q label to one '
         "of its leaf queues: a-team, solo, z-team"

@@ -45,17 +45,14 @@ def test_preempt_names_preemptor_and_priorities() -> None:
     doc = run("preempt-lowest-priority-newest-first")
     assert evicted(doc) == {"default/new-train-0": ("preempt", "default/serve")}
     assert messages(doc)["default/new-train-0"] == (
-        "evicted by preempt: serve (priority 125) needs 1 GPU in queue team; "
-        "new-train has lower priority 50"
+        "evicted by preempt: serve (priority 125) needs 1 GPU in queue team; new-train has lower priority 50"
     )
 
 
 def test_consolidation_says_where_the_pod_moves() -> None:
     doc = run("consolidation-moves-pod")
     assert evicted(doc) == {"default/p2-0": ("consolidation", "default/big")}
-    assert messages(doc)["default/p2-0"].startswith(
-        "evicted by consolidation: moved to node-a to make room for big"
-    )
+    assert messages(doc)["default/p2-0"].startswith("evicted by consolidation: moved to node-a to make room for big")
 
 
 def test_consolidation_respects_the_preemptee_cap() -> None:
@@ -90,9 +87,7 @@ def test_min_runtime_over_allows_preemption() -> None:
     """Once the job has run longer than preemptMinRuntime (10m) it may be preempted."""
     loaded = load_paths([str(SCENARIOS / "preempt-min-runtime-protects" / "manifests.yaml")])
     start = parse_timestamp("2026-01-01T00:11:00Z")
-    sim = Simulation(
-        loaded.objects, config=SchedulerConfig(actions=("allocate", "preempt")), start_time=start
-    )
+    sim = Simulation(loaded.objects, config=SchedulerConfig(actions=("allocate", "preempt")), start_time=start)
     sim.run(cycles=1, until_idle=False, max_time=0)
     assert set(evicted(output.build(sim))) == {"default/train-0"}
 

@@ -220,6 +220,4 @@ def default_metadata(
 
 def workload_error(obj: objects.RawObject, problem: str, fix: str) -> model.GroupingError:
     """An ``InvalidWorkload`` error: the workload spec does not allow a gang to be computed."""
-    return model.GroupingError(
-        reason="InvalidWorkload", message=f"{objects.describe(obj)}: {problem}. To fix: {fix}."
-    )
+    return model.GroupingError(reason="InvalidWorkload", message=f"{objects.describe(obj)}: {problem}. To fix: {fix}.")

@@ -15,9 +15,7 @@ from kai.podgrouper import config as cfg
 from kai.podgrouper import model, objects
 
 
-def _holders(
-    owners: Sequence[objects.RawObject], pod: objects.RawObject
-) -> tuple[tuple[objects.RawObject, str], ...]:
+def _holders(owners: Sequence[objects.RawObject], pod: objects.RawObject) -> tuple[tuple[objects.RawObject, str], ...]:
     """Objects whose labels count, in order, with how to name them; the pod last and only once."""
     ordered = [(owner, objects.describe(owner)) for owner in owners if owner is not pod]
     return (*ordered, (pod, objects.describe(pod)))
@@ -70,18 +68,14 @@ def resolve_priority_class(
         # The pod template's own priorityClassName.
         return _check_exists(spec_name, f"from spec.priorityClassName of {objects.describe(pod)}", config)
     for holder in owners or (pod,):
-        entry = config.kind_default(
-            group=objects.group_of(objects.api_version(holder)), kind=objects.kind(holder)
-        )
+        entry = config.kind_default(group=objects.group_of(objects.api_version(holder)), kind=objects.kind(holder))
         if entry is not None and entry.priority_name:
             # An administrator's per-kind default.
             group = objects.group_of(objects.api_version(holder))
             group_kind = f"{objects.kind(holder)}.{group}" if group else objects.kind(holder)
             source = f"from the defaults ConfigMap entry for {group_kind}"
             return _check_exists(entry.priority_name, source, config)
-    return _check_exists(
-        kind_default, f"the default for {objects.describe(owners[0] if owners else pod)}", config
-    )
+    return _check_exists(kind_default, f"the default for {objects.describe(owners[0] if owners else pod)}", config)
 
 
 def resolve_preemptibility(
@@ -110,9 +104,7 @@ def resolve_preemptibility(
             ),
         )
     for holder in owners or (pod,):
-        entry = config.kind_default(
-            group=objects.group_of(objects.api_version(holder)), kind=objects.kind(holder)
-        )
+        entry = config.kind_default(group=objects.group_of(objects.api_version(holder)), kind=objects.kind(holder))
         if entry is not None and entry.preemptibility is not None:
             # An administrator's per-kind default.
             return entry.preemptibility

@@ -149,8 +149,7 @@ def explain_missing_queue(
                 f"the {label_key} label to its name"
             )
         return (
-            f'queue "{queue}" does not exist; create it or set the {label_key} label to one of: '
-            f"{', '.join(all_leaves)}"
+            f'queue "{queue}" does not exist; create it or set the {label_key} label to one of: {", ".join(all_leaves)}'
         )
     if existing_queues[queue]:
         # A leaf queue can take jobs; nothing to explain.

@@ -35,9 +35,7 @@ _GROUPERS: Mapping[str, base.Grouper] = MappingProxyType(
         "ray.io/RayJob": base.FunctionGrouper(name="rayjob", fn=ray.group_ray_job),
         "ray.io/RayService": base.FunctionGrouper(name="rayservice", fn=ray.group_ray_service),
         "jobset.x-k8s.io/JobSet": base.FunctionGrouper(name="jobset", fn=jobset.group_jobset),
-        "leaderworkerset.x-k8s.io/LeaderWorkerSet": base.FunctionGrouper(
-            name="leaderworkerset", fn=lws.group_lws
-        ),
+        "leaderworkerset.x-k8s.io/LeaderWorkerSet": base.FunctionGrouper(name="leaderworkerset", fn=lws.group_lws),
     }
 )
 

@@ -76,11 +76,7 @@ def owner_chain(*, pod: objects.RawObject, lookup: Lookup) -> OwnerChain | model
         )
         if found is None or (ref_uid and objects.uid(found) and objects.uid(found) != ref_uid):
             # The owner is gone, or a different object now has its name.
-            stale = (
-                ""
-                if found is None
-                else f" (an object with that name exists but has uid {objects.uid(found)})"
-            )
+            stale = "" if found is None else f" (an object with that name exists but has uid {objects.uid(found)})"
             return model.GroupingError(
                 reason="OwnerNotFound",
                 message=(

@@ -60,9 +60,7 @@ def _first_valid(
             warnings.append(
                 model.GroupingWarning(
                     reason=INVALID_ANNOTATION,
-                    message=(
-                        f"annotation {key} on {objects.describe(holder)} is ignored: {exc}. To fix: {fix}."
-                    ),
+                    message=(f"annotation {key} on {objects.describe(holder)} is ignored: {exc}. To fix: {fix}."),
                 )
             )
     return None

@@ -118,9 +118,7 @@ def inflate_workload(
     sequence = np.concatenate([order, copies])
     return InflatedWorkload(
         order=_frozen(sequence),
-        is_copy=_frozen(
-            np.concatenate([np.zeros(order.size, dtype=np.bool_), np.ones(copies.size, np.bool_)])
-        ),
+        is_copy=_frozen(np.concatenate([np.zeros(order.size, dtype=np.bool_), np.ones(copies.size, np.bool_)])),
         request_gpu_milli=_frozen(request[sequence]),
         target_gpu_milli=float(target),
     )

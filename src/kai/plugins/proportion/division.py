@@ -102,9 +102,7 @@ class _Siblings:
     groups: tuple[tuple[int, ...], ...]  # positions per priority, highest priority first
 
 
-def divide_resource(
-    *, total: float, queues: Sequence[QueueShareInput], k_value: float = 1.0
-) -> DivisionResult:
+def divide_resource(*, total: float, queues: Sequence[QueueShareInput], k_value: float = 1.0) -> DivisionResult:
     """Divide `total` of one resource among sibling `queues` the way KAI does (see the module docstring).
 
     `k_value` weighs historical usage against the over-quota weight (KAI's `kValue`, default 1). It must be
@@ -221,9 +219,7 @@ def _divide(
     for group in siblings.groups:
         if left <= 0:
             break
-        left, rests = _over_quota_rounds(
-            left, group, fair, requestable, request, limit, weight, usage, k_value
-        )
+        left, rests = _over_quota_rounds(left, group, fair, requestable, request, limit, weight, usage, k_value)
         if left <= 0 or not rests:
             continue
         left = _leftover_pass(left, rests, fair, siblings)
@@ -262,9 +258,7 @@ def _over_quota_rounds(
                 weight_sum += weight[i]
         if weight_sum == 0:
             break
-        unsatisfied = [
-            i for i in group if request[i] > fair[i] and (limit[i] == UNLIMITED or limit[i] > fair[i])
-        ]
+        unsatisfied = [i for i in group if request[i] > fair[i] and (limit[i] == UNLIMITED or limit[i] > fair[i])]
         share_sum = 0.0
         for i in unsatisfied:
             normalised = weight[i] / weight_sum
@@ -319,9 +313,7 @@ def _siblings(names: list[str], priorities: list[int], age_ranks: list[int]) -> 
     return _Siblings(names=tuple(names), age_rank=tuple(age_ranks), groups=groups)
 
 
-def _columns(
-    queues: Sequence[QueueTreeNode], vectors: list[Vector], n_resources: int, field: str
-) -> list[list[float]]:
+def _columns(queues: Sequence[QueueTreeNode], vectors: list[Vector], n_resources: int, field: str) -> list[list[float]]:
     """One list of floats per resource, indexed like `queues`; rejects vectors of the wrong length."""
     if not vectors:
         return [[] for _ in range(n_resources)]

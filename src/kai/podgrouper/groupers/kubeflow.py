@@ -31,9 +31,7 @@ _PT_SPECS = "spec.pytorchReplicaSpecs"
 _PT_WORKER = "spec.pytorchReplicaSpecs.Worker"
 
 
-def _distributed(
-    ctx: base.GroupingContext, *, specs_field: str, mandatory: Sequence[str] = ()
-) -> model.GroupingResult:
+def _distributed(ctx: base.GroupingContext, *, specs_field: str, mandatory: Sequence[str] = ()) -> model.GroupingResult:
     """The shared Kubeflow rule: minAvailable, else the sum of replicas over all replica specs."""
     job = ctx.chain.top_owner
     result = base.default_metadata(ctx)
@@ -59,21 +57,16 @@ def _distributed(
         if not replicas:
             return base.workload_error(
                 job,
-                f"spec.{specs_field}.{spec_name} has {replicas or 0} replicas; "
-                f"0 {spec_name} pods are not allowed",
+                f"spec.{specs_field}.{spec_name} has {replicas or 0} replicas; 0 {spec_name} pods are not allowed",
                 f"set spec.{specs_field}.{spec_name}.replicas to at least 1",
             )
         total += replicas
     if total <= 0:
-        return base.workload_error(
-            job, f"the job has {total} pods in total", "give every replica spec replicas > 0"
-        )
+        return base.workload_error(job, f"the job has {total} pods in total", "give every replica spec replicas > 0")
     return replace(result, min_member=total)
 
 
-def _segment_size(
-    pod: objects.RawObject, worker: Mapping[str, Any] | None, job: objects.RawObject
-) -> int | None:
+def _segment_size(pod: objects.RawObject, worker: Mapping[str, Any] | None, job: objects.RawObject) -> int | None:
     """``kai.scheduler/segment-size`` from the pod, else the Worker template; None when unset."""
     candidates = (
         (objects.annotations(pod).get(cfg.SEGMENT_SIZE_ANNOTATION, ""), f"pod {objects.name(pod)}"),
@@ -97,8 +90,7 @@ def _segment_size(
         size = objects.parse_int_text(text)
         if size is None or size <= 0:
             raise objects.InvalidObjectError(
-                f"{objects.describe(job)}: {cfg.SEGMENT_SIZE_ANNOTATION}={text!r} on {where} must be a "
-                f"positive integer"
+                f"{objects.describe(job)}: {cfg.SEGMENT_SIZE_ANNOTATION}={text!r} on {where} must be a positive integer"
             )
         return size
     return None
@@ -133,11 +125,7 @@ def group_pytorch(ctx: base.GroupingContext) -> model.GroupingResult:
     if isinstance(result, model.GroupingError):
         return result
     gang = (
-        min_available
-        if min_available is not None
-        else min_replicas
-        if min_replicas is not None
-        else result.min_member
+        min_available if min_available is not None else min_replicas if min_replicas is not None else result.min_member
     )
     specs = objects.get_map(job, "spec", "pytorchReplicaSpecs", owner=job) or {}
     replica_type = objects.labels(pod).get(REPLICA_TYPE_LABEL, "")
@@ -175,9 +163,7 @@ def group_pytorch(ctx: base.GroupingContext) -> model.GroupingResult:
             for index in range(segments):
                 size = min(segment_size, workers - index * segment_size)
                 sub_groups.append(
-                    model.SubGroup(
-                        name=f"worker-{index}", min_member=size, parent="worker", topology=topology
-                    )
+                    model.SubGroup(name=f"worker-{index}", min_member=size, parent="worker", topology=topology)
                 )
             if replica_type == "worker":
                 index_text = objects.labels(pod).get(REPLICA_INDEX_LABEL)

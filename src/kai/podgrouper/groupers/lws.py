@@ -52,9 +52,7 @@ def group_lws(ctx: base.GroupingContext) -> model.GroupingResult:
         # An unscheduled leader runs alone; its workers appear once it is ready.
         gang = 1 if is_leader and not scheduled else (annotated if annotated is not None else size)
     else:
-        return base.workload_error(
-            lws, f'spec.startupPolicy "{policy}" is unknown', "use LeaderCreated or LeaderReady"
-        )
+        return base.workload_error(lws, f'spec.startupPolicy "{policy}" is unknown', "use LeaderCreated or LeaderReady")
     result = base.default_metadata(ctx)
     if isinstance(result, model.GroupingError):
         return result
@@ -66,6 +64,4 @@ def group_lws(ctx: base.GroupingContext) -> model.GroupingResult:
     group_index = objects.parse_int_text(objects.labels(pod).get(GROUP_INDEX_LABEL, ""))
     if group_index is not None:
         name = f"{name}-group-{group_index}"
-    return replace(
-        result, name=name, min_member=gang, sub_groups=tuple(sub_groups), pod_sub_group=pod_sub_group
-    )
+    return replace(result, name=name, min_member=gang, sub_groups=tuple(sub_groups), pod_sub_group=pod_sub_group)

@@ -63,9 +63,7 @@ def _group_with_cluster(ctx: base.GroupingContext, cluster: objects.RawObject) -
     total, sub_groups = gang
     ray_priority = objects.labels(owner).get(RAY_PRIORITY_LABEL, "")
     override = (
-        (ray_priority, f"from the {RAY_PRIORITY_LABEL} label on {objects.describe(owner)}")
-        if ray_priority
-        else None
+        (ray_priority, f"from the {RAY_PRIORITY_LABEL} label on {objects.describe(owner)}") if ray_priority else None
     )
     result = base.default_metadata(ctx, priority_override=override)
     if isinstance(result, model.GroupingError):
