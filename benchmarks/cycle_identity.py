@@ -23,6 +23,7 @@ import json
 import pathlib
 import sys
 from collections.abc import Callable, Iterator
+from functools import partial
 
 from benchmarks.clusters import Cluster, reclaim_cluster, starving_cluster
 from kai.core.session import SchedulerConfig
@@ -40,20 +41,24 @@ def _guarded(cluster: Cluster) -> Cluster:
     return dataclasses.replace(cluster, queues=queues)
 
 
+def _guarded_cluster(*, seed: int) -> Cluster:
+    return _guarded(reclaim_cluster(nodes=150, seed=seed))
+
+
 def cases(*, large: bool) -> Iterator[Case]:
     plain = SchedulerConfig()
     for nodes in (60, 100, 300):
-        yield f"reclaim-{nodes}", lambda n=nodes: reclaim_cluster(nodes=n), plain
+        yield f"reclaim-{nodes}", partial(reclaim_cluster, nodes=nodes), plain
     for seed in (1, 2, 3):
-        yield f"reclaim-80-seed{seed}", lambda s=seed: reclaim_cluster(nodes=80, seed=s), plain
-        yield f"reclaim-50-q7-seed{seed}", lambda s=seed: reclaim_cluster(nodes=50, queues=7, seed=s), plain
+        yield f"reclaim-80-seed{seed}", partial(reclaim_cluster, nodes=80, seed=seed), plain
+        yield f"reclaim-50-q7-seed{seed}", partial(reclaim_cluster, nodes=50, queues=7, seed=seed), plain
     for seed in (4, 5):
-        yield f"reclaim-120-q3-seed{seed}", lambda s=seed: reclaim_cluster(nodes=120, queues=3, seed=s), plain
+        yield f"reclaim-120-q3-seed{seed}", partial(reclaim_cluster, nodes=120, queues=3, seed=seed), plain
     yield "reclaim-200-q40", lambda: reclaim_cluster(nodes=200, queues=40), plain
     for nodes, seed in ((30, 0), (40, 0), (60, 2), (200, 0)):
-        yield f"starving-{nodes}-seed{seed}", lambda n=nodes, s=seed: starving_cluster(nodes=n, seed=s), plain
+        yield f"starving-{nodes}-seed{seed}", partial(starving_cluster, nodes=nodes, seed=seed), plain
     for seed in (1, 2):
-        yield f"guarded-150-seed{seed}", lambda s=seed: _guarded(reclaim_cluster(nodes=150, seed=s)), plain
+        yield f"guarded-150-seed{seed}", partial(_guarded_cluster, seed=seed), plain
     yield "depth3-150", lambda: reclaim_cluster(nodes=150, seed=1), SchedulerConfig(queue_depth_per_action=3)
     yield (
         "budget-150",
@@ -63,7 +68,7 @@ def cases(*, large: bool) -> Iterator[Case]:
     yield "spread-150", lambda: reclaim_cluster(nodes=150, seed=3), SchedulerConfig(gpu_placement="spread")
     if large:
         for nodes in (1000, 2000):
-            yield f"reclaim-{nodes}", lambda n=nodes: reclaim_cluster(nodes=n), plain
+            yield f"reclaim-{nodes}", partial(reclaim_cluster, nodes=nodes), plain
 
 
 def record(*, large: bool) -> dict[str, str]:

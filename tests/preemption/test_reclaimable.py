@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from kai.core.queue_tree import leveled_queues
 from kai.plugins.proportion import reclaimable as rc
 
 U = -1.0
@@ -168,8 +169,8 @@ def test_saturation_blocks_reclaiming_back_and_forth() -> None:
 def test_compared_where_ancestries_meet() -> None:
     """dept-a {q2, q3}, dept-b {q4}: q2 vs q3 compare as siblings, q2 vs q4 as departments."""
     parents = (-1, -1, 0, 0, 1)
-    assert rc.leveled_queues(parents, 2, 3) == (2, 3)
-    assert rc.leveled_queues(parents, 2, 4) == (0, 1)
+    assert leveled_queues(parents, 2, 3) == (2, 3)
+    assert leveled_queues(parents, 2, 4) == (0, 1)
     # q4's department is over its fair share even though q4 itself is not over its own:
     # the department level decides
     t = table(parents=parents, deserved=[0, 0, 0, 0, 0], fair=[4, 4, 2, 2, 8])

@@ -19,22 +19,12 @@ from kai.actions.common.solver import Scenario, solve
 from kai.actions.common.victim_steps import VictimSteps
 from kai.actions.common.victims import VictimPool, amount, main_resource, protected_by_guards
 from kai.core.model import Job, Task
+from kai.core.queue_tree import leveled_queues
 from kai.core.resources import Vector
 from kai.core.session import ReclaimScenario, Session
 from kai.core.statement import Statement
 
 EPS = 1e-9
-
-
-def leveled(session: Session, reclaimer: int, victim: int) -> tuple[int, int]:
-    """The two queues where the ancestries of `reclaimer` and `victim` meet (siblings or top queues)."""
-    mine, theirs = session.ancestors(reclaimer)[::-1], session.ancestors(victim)[::-1]
-    pair = (mine[0], theirs[0])
-    for a, b in zip(mine, theirs, strict=False):
-        pair = (a, b)
-        if a != b:
-            break
-    return pair
 
 
 def _n(resource: int, value: float) -> str:
@@ -48,6 +38,7 @@ class ReclaimAction:
     def execute(self, session: Session) -> None:
         pool = VictimPool(session)
         steps = VictimSteps(pool)
+        parents = tuple(q.parent for q in session.snapshot.queues)
 
         def attempt(job: Job, tasks: Sequence[Task]) -> bool:
             request = session.job_request(list(tasks))
@@ -85,7 +76,7 @@ class ReclaimAction:
 
             def message(scenario: Scenario, task: int) -> str:
                 victim = session.snapshot.jobs[session.task(task).job]
-                mine, theirs = leveled(session, job.queue, victim.queue)
+                mine, theirs = leveled_queues(parents, job.queue, victim.queue)
                 names = queues
                 has, fair = float(base_alloc[mine, r]), float(base_fair[mine, r])
                 v_has, v_fair = float(base_alloc[theirs, r]), float(base_fair[theirs, r])

@@ -35,6 +35,7 @@ import numpy as np
 
 from kai.core import resources
 from kai.core.model import Job, Matrix
+from kai.core.queue_tree import leveled_queues, path
 from kai.core.resources import Vector
 from kai.core.session import ReclaimScenario, Session
 
@@ -55,6 +56,7 @@ class QueueTable:
     limit: Matrix
     fair_share: Matrix
     shares: dict[int, Vector] = field(default_factory=dict)  # `allocatable_share` per queue, once asked
+    levels: dict[tuple[int, int], tuple[int, int]] = field(default_factory=dict)  # `leveled`, once asked
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -65,7 +67,7 @@ class Verdict:
 
 def less_equal(left: Vector, right: Vector) -> bool:
     """left <= right in every resource; -1 on the right means unlimited, on the left only fits unlimited."""
-    for a, b in zip(left, right, strict=True):
+    for a, b in zip(left.tolist(), right.tolist(), strict=True):  # Python floats: cheaper per item than numpy's
         if b == UNLIMITED:
             continue
         if a == UNLIMITED or a > b + EPS:
@@ -83,23 +85,11 @@ def allocatable_share(table: QueueTable, queue: int) -> Vector:
     return share
 
 
-def path(parents: Sequence[int], queue: int) -> list[int]:
-    """The queue's ancestry from the top-level queue down to the queue itself."""
-    out = []
-    while queue >= 0:
-        out.append(queue)
-        queue = parents[queue]
-    return out[::-1]
-
-
-def leveled_queues(parents: Sequence[int], reclaimer: int, victim: int) -> tuple[int, int]:
-    """The two queues compared: the first level where the ancestries differ (siblings, or top queues)."""
-    left, right = path(parents, reclaimer), path(parents, victim)
-    pair = (left[0], right[0])
-    for a, b in zip(left, right, strict=False):
-        pair = (a, b)
-        if a != b:
-            break
+def leveled(table: QueueTable, reclaimer: int, victim: int) -> tuple[int, int]:
+    """`leveled_queues` in the table's tree, kept per pair (the tree is fixed for the session)."""
+    pair = table.levels.get((reclaimer, victim))
+    if pair is None:
+        pair = table.levels[(reclaimer, victim)] = leveled_queues(table.parents, reclaimer, victim)
     return pair
 
 
@@ -173,7 +163,7 @@ def victim_queue_allowed(
     allocatable share. One within its quota may take from a queue above its quota in a resource the
     reclaimer asks for, or from one that is at (not under) its quota in every such resource.
     """
-    mine, theirs = leveled_queues(table.parents, reclaimer_queue, victim_queue)
+    mine, theirs = leveled(table, reclaimer_queue, victim_queue)
     if not less_equal(allocated[mine] + request, table.deserved[mine]):
         return not less_equal(allocated[theirs], allocatable_share(table, theirs))
     under = False
@@ -198,7 +188,7 @@ def victim_queue_can_lose(
     only shrinks as victims are taken, and both strategies need it above a bound, so the first
     victim's check, on the current allocation, decides for all of them.
     """
-    mine, theirs = leveled_queues(table.parents, reclaimer_queue, victim_queue)
+    mine, theirs = leveled(table, reclaimer_queue, victim_queue)
     return (
         fits_strategy(
             table=table,
@@ -228,7 +218,7 @@ def reclaimable(
     names = table.names
     remaining: dict[int, Vector] = {}
     for victim_queue in sorted(victims):
-        mine, theirs = leveled_queues(table.parents, reclaimer_queue, victim_queue)
+        mine, theirs = leveled(table, reclaimer_queue, victim_queue)
         remaining.setdefault(theirs, allocated[theirs].copy())
         for charge in victims[victim_queue]:
             strategy = fits_strategy(
