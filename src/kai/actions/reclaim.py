@@ -74,9 +74,10 @@ class ReclaimAction:
                 )
                 return all(v(session, check) is None for v in session.reclaim_validators)
 
-            def message(scenario: Scenario, task: int) -> str:
-                victim = session.snapshot.jobs[session.task(task).job]
-                mine, theirs = leveled_queues(parents, job.queue, victim.queue)
+            texts: dict[int, str] = {}  # why, per victim leaf queue: the same for every victim there
+
+            def why(victim_queue: int) -> str:
+                mine, theirs = leveled_queues(parents, job.queue, victim_queue)
                 names = queues
                 has, fair = float(base_alloc[mine, r]), float(base_fair[mine, r])
                 v_has, v_fair = float(base_alloc[theirs, r]), float(base_fair[theirs, r])
@@ -85,9 +86,14 @@ class ReclaimAction:
                 else:
                     quota = float(queues[theirs].deserved[r])
                     over = f"{names[theirs].name} is over its quota (has {_n(r, v_has)} of {_n(r, quota)})"
-                text = (
-                    f"queue {names[mine].name} is below its fair share of {amount(r, fair)} (has {_n(r, has)}); {over}"
-                )
+                below = f"queue {names[mine].name} is below its fair share of {amount(r, fair)} (has {_n(r, has)})"
+                return f"{below}; {over}"
+
+            def message(scenario: Scenario, task: int) -> str:
+                victim_queue = session.snapshot.jobs[session.task(task).job].queue
+                text = texts.get(victim_queue)
+                if text is None:
+                    text = texts[victim_queue] = why(victim_queue)
                 if task in scenario.moved:
                     node = session.snapshot.nodes.names[scenario.moved[task]]
                     return f"evicted by reclaim: moved to {node} to make room for {job.display_name}: {text}"
