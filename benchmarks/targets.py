@@ -63,6 +63,7 @@ class Sizes:
     # (nodes, pending pods, largest gang) whose cycle is explained (target 9)
     explain: tuple[tuple[int, int, int], ...]
     explain_rest: tuple[tuple[int, int], ...]  # (nodes, pods) of a cluster at rest whose fixes are found
+    cycle_runs: int  # runs of each in-process cycle (targets 2 and 8): the fastest is reported
 
 
 FULL = Sizes(
@@ -78,6 +79,7 @@ FULL = Sizes(
     window=10.0,
     explain=((100, 2000, 64), (1000, 10000, 64), (1000, 20000, 8)),
     explain_rest=((100, 2000), (1000, 20000)),
+    cycle_runs=3,
 )
 SMOKE = Sizes(
     allocate=(50, 500),
@@ -92,6 +94,7 @@ SMOKE = Sizes(
     window=2.0,
     explain=((20, 200, 64),),
     explain_rest=((20, 200),),
+    cycle_runs=1,
 )
 
 
@@ -124,20 +127,26 @@ def _collector_as_kai_run() -> Iterator[None]:
         gc.set_threshold(*thresholds)
 
 
-def cycle_seconds(cluster: Cluster) -> tuple[float, float, int]:
+def cycle_seconds(cluster: Cluster, *, runs: int = 1) -> tuple[float, float, int]:
     """One full cycle (all actions) on the cluster, as `kai run` runs it: the cluster's objects (what its
     caches hold) frozen with the collector set as `kai run` sets it, the actions' modules imported (a
-    process imports them at its first cycle), the snapshot built, then the cycle timed. Returns (wall
-    seconds, CPU seconds, evictions + placements)."""
+    process imports them at its first cycle), a snapshot built, then the cycle timed; the fastest of
+    `runs` such cycles, each on a snapshot of its own (what else runs on the machine only slows a run
+    down). Returns (wall seconds, CPU seconds, evictions + placements)."""
     config = SchedulerConfig()
     for action in config.actions:
         registry.make_action(action)  # imported once per process (kai run's first cycle), not timed here
-    with _collector_as_kai_run():
-        built = cluster.built()
-        wall, cpu = time.perf_counter(), time.process_time()
-        result = run_cycle(built.snapshot, config)
-        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    return wall, cpu, len(result.placements) + len(result.evictions)
+    best = (math.inf, math.inf, 0)
+    for _ in range(runs):
+        with _collector_as_kai_run():
+            built = cluster.built()
+            wall, cpu = time.perf_counter(), time.process_time()
+            result = run_cycle(built.snapshot, config)
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        del built
+        if cpu < best[1]:
+            best = (wall, cpu, len(result.placements) + len(result.evictions))
+    return best
 
 
 def _exponent(small: tuple[int, float], large: tuple[int, float]) -> float:
@@ -171,18 +180,22 @@ def target_1(sizes: Sizes) -> list[Figure]:
     ]
 
 
+def _fastest(sizes: Sizes) -> str:
+    return f", the fastest of {sizes.cycle_runs} runs" if sizes.cycle_runs > 1 else ""
+
+
 def target_2(sizes: Sizes) -> list[Figure]:
     small, large = sizes.reclaim
     rows, times = [], []
     for nodes, goal in ((small, 1.0), (large, 2.5)):
-        wall, cpu, decisions = cycle_seconds(reclaim_cluster(nodes=nodes))
+        wall, cpu, decisions = cycle_seconds(reclaim_cluster(nodes=nodes), runs=sizes.cycle_runs)
         times.append((nodes, cpu))
         rows.append(
             Figure(
                 target="2",
                 what=f"full cycle with reclaim and preempt, {nodes:,} nodes, {20 * nodes:,} running pods, "
                 f"{nodes // 2:,} pending jobs ({decisions:,} decisions)",
-                figure=f"{cpu:.2f} s CPU ({wall:.2f} s wall)",
+                figure=f"{cpu:.2f} s CPU ({wall:.2f} s wall){_fastest(sizes)}",
                 goal=f"<= {goal:g} s" if sizes is FULL else "smoke size",
                 met=cpu <= goal if sizes is FULL else None,
             )
@@ -242,14 +255,14 @@ def target_8(sizes: Sizes) -> list[Figure]:
     small, large = sizes.starving
     rows, times = [], []
     for nodes in (small, large):
-        wall, cpu, _ = cycle_seconds(starving_cluster(nodes=nodes))
+        wall, cpu, _ = cycle_seconds(starving_cluster(nodes=nodes), runs=sizes.cycle_runs)
         times.append((nodes, cpu))
         rows.append(
             Figure(
                 target="8",
                 what=f"full cycle where reclaim cannot help (departments with quota -1), {nodes:,} nodes, "
                 f"{nodes // 2:,} pending jobs",
-                figure=f"{cpu:.2f} s CPU ({wall:.2f} s wall)",
+                figure=f"{cpu:.2f} s CPU ({wall:.2f} s wall){_fastest(sizes)}",
                 goal="<= 1 s" if sizes is FULL and nodes == 200 else "",
                 met=cpu <= 1.0 if sizes is FULL and nodes == 200 else None,
             )
