@@ -135,6 +135,20 @@ class SchedulerConfig:
     eviction_mode: str = "delete"  # on a cluster: delete the pod, or "eviction" through the Eviction API
 
 
+def _sibling_ranks(snapshot: Snapshot) -> list[int]:
+    """Each queue's place among its siblings: in its parent's children, or among the top-level queues
+    by index (the order the job loops compare queues in)."""
+    ranks = [0] * len(snapshot.queues)
+    top = 0
+    for queue in snapshot.queues:
+        if queue.parent < 0:
+            ranks[queue.index] = top
+            top += 1
+        for place, child in enumerate(queue.children):
+            ranks[child] = place
+    return ranks
+
+
 def _triple(row: Vector) -> Triple:
     """A queue-space vector as Python floats (one C call: `tolist`)."""
     first, second, third = row.tolist()
@@ -203,6 +217,7 @@ class Session:
         self.queue_request: Matrix = np.zeros((n_queues, 3))
         self.fair_share: Matrix = np.zeros((n_queues, 3))
         self._paths: dict[int, npt.NDArray[np.int64]] = {}  # queue -> itself and its ancestors
+        self.sibling_rank: list[int] = _sibling_ranks(snapshot)
         self._path_lists: dict[int, tuple[int, ...]] = {}  # the same as Python ints
         # per-task queue charges, per-job tasks in task order, and a per-job change counter that
         # statements bump, so per-job derived values can be cached safely
@@ -214,6 +229,7 @@ class Session:
         self.node_changes = 0  # the sum of node_version (statements bump both): whether any node changed
         self._attempt_cache: dict[int, tuple[int, Vector, Triple]] = {}  # by job version: request, as a triple
         self._tasks_cache: dict[int, tuple[int, tuple[Task, ...]]] = {}  # tasks_to_allocate, by job version
+        self._job_keys: dict[int, tuple[int, tuple[object, ...]]] = {}  # job_key, by job version
         self._exists: dict[int, Counts] = {}  # _existing: snapshot statuses only, so once per job
         self.simulated_attempts: dict[int, Vector] = {}  # set by the victim search while it re-places victims
         self.podset_alive: list[npt.NDArray[np.int64]] = self._open_accounts(snapshot)
@@ -290,10 +306,17 @@ class Session:
         return self.queue_order.key(self, queue, allocated, request, NOTHING)
 
     def job_key(self, job: Job) -> tuple[object, ...]:
+        """The job's place in its queue's job order (kept until the job changes: `job_version`)."""
+        version = int(self.job_version[job.index])
+        known = self._job_keys.get(job.index)
+        if known is not None and known[0] == version:
+            return known[1]
         key: tuple[object, ...] = ()
         for fn in self.job_keys:
             key += fn(self, job)
-        return (*key, job.creation, job.uid, job.key)
+        key = (*key, job.creation, job.uid, job.key)
+        self._job_keys[job.index] = (version, key)
+        return key
 
     # ----------------------------------------------------------------- queue accounting
     def queue_charge(self, task: Task) -> Vector:
