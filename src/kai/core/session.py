@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from kai.core import gpu_devices
 from kai.core.decisions import Event, Eviction, JobCondition, JobStart, Placement, StaleMark
-from kai.core.model import ALIVE, BoolVector, Counts, Job, Matrix, Snapshot, Task, TaskStatus
+from kai.core.model import ALIVE, BoolVector, Counts, Job, Matrix, NodeIndices, Snapshot, Task, TaskStatus
 from kai.core.resources import QUEUE_RESOURCES, Vector
 
 if TYPE_CHECKING:
@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 
 # Extension point signatures (how several callbacks combine is documented on Session).
 PredicateFn = Callable[["Session", Task], BoolVector]
-NodeScoreFn = Callable[["Session", Task, BoolVector], Vector]
+# a node score: (session, task, candidate nodes) -> one score per candidate node
+NodeScoreFn = Callable[["Session", Task, NodeIndices], Vector]
 JobKeyFn = Callable[["Session", Job], tuple[float, ...]]
 CapacityFn = Callable[["Session", Job, Vector], "JobCondition | None"]
 Triple = tuple[float, float, float]  # queue space: (gpu devices, cpu millicores, memory bytes)
@@ -76,12 +77,12 @@ class OldestFirst:
 class GpuPolicy(Protocol):
     """Device-level GPU placement (gpupack, gpuspread or fragmentation): exactly one per session.
 
-    `node_bonus` adds to the node scores of a GPU task (it sees the task's fit, including the
-    shared devices each node would use); `devices` picks the shared devices on the chosen node,
-    or returns None to keep the fit's own choice.
+    `node_bonus` adds to the node scores of a GPU task on the candidate nodes `nodes`, one value per
+    node (it sees the task's fit, including the shared devices each node would use); `devices` picks
+    the shared devices on the chosen node, or returns None to keep the fit's own choice.
     """
 
-    def node_bonus(self, session: Session, task: Task, fit: Fit) -> Vector: ...
+    def node_bonus(self, session: Session, task: Task, fit: Fit, nodes: NodeIndices) -> Vector: ...
 
     def devices(self, session: Session, task: Task, node: int, fit: Fit) -> gpu_devices.DeviceChoice | None: ...
 
@@ -157,6 +158,8 @@ class Session:
     Extension points and how several callbacks combine:
     * `predicates`: node masks, ANDed.
     * `node_scores`: per-node scores, summed; the highest total wins, ties to the lowest node index.
+      Each is asked for the candidate nodes only (the nodes the task fits, ascending) and returns one
+      score per candidate: a node's score depends on the node and the candidates, never on the others.
     * `job_keys`: sort keys, concatenated in registration order; the job's uid ends every key.
     * `capacity_checks`: the first non-None condition rejects the job attempt.
     * `queue_compare`: exactly one provider (the proportion plugin); registering a second is an error.
@@ -410,10 +413,10 @@ class Session:
                 allocated_np[queue] += delta
 
     # ----------------------------------------------------------------- task and job state
-    def free(self, resource: int) -> Vector:
-        """What is not allocated of a resource on each node: idle, plus what is being released (KAI's
-        non-allocated)."""
-        free: Vector = self.idle[:, resource] + np.maximum(self.releasing[:, resource], 0.0)
+    def free(self, resource: int, nodes: NodeIndices | slice = slice(None)) -> Vector:
+        """What is not allocated of a resource on each node (or on `nodes`): idle, plus what is being
+        released (KAI's non-allocated)."""
+        free: Vector = self.idle[nodes, resource] + np.maximum(self.releasing[nodes, resource], 0.0)
         return free
 
     def task(self, index: int) -> Task:
