@@ -14,7 +14,7 @@ import numpy.typing as npt
 
 from kai.core import fit as fit_lib
 from kai.core.model import Job, NodeIndices, Task, TaskStatus
-from kai.core.resources import GPU
+from kai.core.resources import GPU, Vector
 from kai.core.scores import FITS_IDLE
 from kai.core.session import Session
 from kai.core.statement import Statement
@@ -68,9 +68,18 @@ def _place(
 
 
 def _best(session: Session, task: Task, fit: fit_lib.Fit, nodes: NodeIndices) -> int:
-    """The candidate node (of `nodes`, ascending) with the highest total score, the lowest on a tie: every
-    node score, the idle-fit score and the GPU policy's bonus, summed in that order on the candidates
-    alone (a candidate's score depends on the node and the candidates, not on the other nodes)."""
+    """The candidate node (of `nodes`, ascending) with the highest total score, the lowest on a tie: found
+    without the scores where the packing scores decide (`_packed_best`), else by summing them."""
+    if _packs(session, task):
+        node = _packed_best(session, fit, nodes)
+        if node is not None:
+            return node
+    return _scored_best(session, task, fit, nodes)
+
+
+def _scored_best(session: Session, task: Task, fit: fit_lib.Fit, nodes: NodeIndices) -> int:
+    """`_best` by the scores: every node score, the idle-fit score and the GPU policy's bonus, summed in
+    that order on the candidates alone (a candidate's score depends on the node and the candidates)."""
     scores = np.zeros(nodes.size)
     for score in session.node_scores:
         scores += score(session, task, nodes)
@@ -79,6 +88,20 @@ def _best(session: Session, task: Task, fit: fit_lib.Fit, nodes: NodeIndices) ->
     if policy is not None:
         scores += policy.node_bonus(session, task, fit, nodes)
     return int(nodes[int(np.argmax(scores))])
+
+
+def _packed_best(session: Session, fit: fit_lib.Fit, nodes: NodeIndices) -> int | None:
+    """`_scored_best` for a task the packing scores place (`_packs`), without computing them: their sum
+    ranks the nodes the task fits idle first, then fewer free GPUs first (`Session.packing`), so the
+    winner is, of the candidates it fits idle (else of all), the one with the fewest free GPUs, the
+    lowest index on a tie. None when a candidate's free GPUs are not whole numbers (`_whole`)."""
+    free = session.free(GPU, nodes)
+    if not _whole(free):
+        return None
+    idle = fit.now[nodes]
+    if idle.any():
+        nodes, free = nodes[idle], free[idle]
+    return int(nodes[int(np.argmin(free))])
 
 
 def _packs(session: Session, task: Task) -> bool:
@@ -97,9 +120,14 @@ def _packs(session: Session, task: Task) -> bool:
 
 
 def _whole_free_gpus(session: Session) -> bool:
-    """Every node's free GPUs (idle or being released) are whole numbers, so the scaled bin-pack
-    scores of nodes with different free GPUs never round to equal. Placing whole GPUs keeps it so."""
-    free = session.free(GPU)
+    """Every node's free GPUs (idle or being released) are whole numbers (`_whole`). Placing whole GPUs
+    keeps it so."""
+    return _whole(session.free(GPU))
+
+
+def _whole(free: Vector) -> bool:
+    """Whether these free GPUs are whole numbers, so the scaled bin-pack scores of nodes with different
+    free GPUs never round to equal."""
     return bool(np.array_equal(free, np.floor(free)))
 
 
