@@ -37,6 +37,7 @@ from kai.actions.common.victims import VictimUnit
 from kai.actions.common.victims import frees as victim_frees
 from kai.core import fit as fit_lib
 from kai.core.model import BoolVector, Job, Task
+from kai.core.resources import Vector
 from kai.core.session import Session
 from kai.core.statement import Statement
 
@@ -120,11 +121,20 @@ class _Search:
         self.preemptor = preemptor
         self.tasks = list(tasks)
         self.task_indices = tuple(t.index for t in tasks)
+        self.request = session.job_request(self.tasks)  # task charges are session constants
+        self._ranks: dict[int, dict[int, int]] = {}  # per victim job: task -> place in its task order
 
     def capacity_ok(self) -> bool:
         s = self.session
-        request = s.job_request(self.tasks)
-        return all(check(s, self.preemptor, request) is None for check in s.capacity_checks)
+        return all(check(s, self.preemptor, self.request) is None for check in s.capacity_checks)
+
+    def _in_task_order(self, job: int, tasks: Iterable[int]) -> list[int]:
+        """The tasks of a victim job in its task order (`Session.job_order_tasks`, fixed for the session:
+        each job's ranks are made once per search)."""
+        rank = self._ranks.get(job)
+        if rank is None:
+            rank = self._ranks[job] = {t: i for i, t in enumerate(self.session.job_order_tasks[job].tolist())}
+        return sorted(tasks, key=rank.__getitem__)
 
     def place_preemptor(self) -> bool:
         s = self.session
@@ -180,11 +190,11 @@ class _Search:
         return chosen
 
     def _replace_job(
-        self, victim: Job, job_units: list[VictimUnit], back: list[int], placed: dict[int, int]
+        self, victim: Job, job_units: list[VictimUnit], back: list[int], charge: Vector, placed: dict[int, int]
     ) -> list[VictimUnit]:
-        """Re-place the pods `back` of one victim job, all of them or none; returns the units' lost parts."""
+        """Re-place the pods `back` of one victim job (costing its queue `charge`), all of them or none;
+        returns the units' lost parts."""
         s, stmt = self.session, self.stmt
-        charge = s.job_request([s.task(t) for t in back])
         mine: dict[int, int] = {}
         if all(check(s, victim, charge) is None for check in s.capacity_checks):
             cp = stmt.checkpoint()
@@ -220,8 +230,7 @@ class _Search:
         # a victim job's attempt being those pods (KAI's virtual allocation of preemptor and victims)
         backs: dict[int, list[int]] = {}
         for j, job_units in by_job.items():
-            rank = {int(t): i for i, t in enumerate(s.job_order_tasks[j])}
-            evicted = sorted((t for unit in job_units for t in unit.tasks), key=lambda t: rank[t])
+            evicted = self._in_task_order(j, (t for unit in job_units for t in unit.tasks))
             backs[j] = self._to_replace(jobs[j], evicted)
             s.simulated_attempts[j] = s.job_request([s.task(t) for t in backs[j]])
         order = JobsByQueue(s, [self.preemptor, *(jobs[j] for j in sorted(by_job))])
@@ -233,8 +242,8 @@ class _Search:
                     if not self.capacity_ok() or not self.place_preemptor():
                         return None
                     continue
-                del s.simulated_attempts[job.index]
-                lost += self._replace_job(job, by_job[job.index], backs[job.index], placed)
+                charge = s.simulated_attempts.pop(job.index)
+                lost += self._replace_job(job, by_job[job.index], backs[job.index], charge, placed)
         finally:
             s.simulated_attempts.clear()
         stays = {t for t, node in placed.items() if node == int(s.snapshot.tasks[t].node)}
