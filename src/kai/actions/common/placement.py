@@ -19,7 +19,9 @@ from kai.core.scores import FITS_IDLE
 from kai.core.session import Session
 from kai.core.statement import Statement
 
-_ALLOCATED = int(TaskStatus.ALLOCATED)  # a plain int: numpy compares it faster than the IntEnum member
+# plain ints: numpy compares them faster than the IntEnum members
+_ALLOCATED = int(TaskStatus.ALLOCATED)
+_PIPELINED = int(TaskStatus.PIPELINED)
 
 
 def place_task(
@@ -264,6 +266,6 @@ def place_tasks(session: Session, stmt: Statement, job: Job, tasks: Sequence[Tas
         else:
             whole = None  # this placement may have left a fraction of a GPU free somewhere
     placed = [t.index for t in tasks]
-    if not was_satisfied and bool(np.any(session.status[placed] == TaskStatus.PIPELINED)):
+    if not was_satisfied and bool((session.status[placed] == _PIPELINED).any()):
         stmt.convert_to_pipelined(set(placed))
     return None

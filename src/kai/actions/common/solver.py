@@ -275,11 +275,8 @@ class _Scan:
         self.victim_tasks = 0
         # resources every preemptor pod asks for, with the smallest amount asked: a node that stays short
         # of one of them holds no preemptor pod whatever was freed on it
-        self.asked_by_all = [
-            (r, float(self.shapes[:, r].min()))
-            for r in range(self.shapes.shape[1])
-            if bool(np.all(self.shapes[:, r] > EPS))
-        ]
+        least = self.shapes.min(axis=0).tolist()
+        self.asked_by_all = [(r, need) for r, need in enumerate(least) if need > EPS]
 
     def take(self, unit: VictimUnit, nodes: Sequence[int]) -> None:
         self.row_unit.append(np.full(len(nodes), len(self.taken), dtype=np.int64))
