@@ -350,17 +350,20 @@ class _Scan:
         mask = self.mask
         count = len(steps.units)
         kept = np.zeros(count, dtype=np.bool_)
-        np.logical_or.at(kept, steps.row_step, mask[steps.row_node])
+        kept[steps.row_step[mask[steps.row_node]]] = True  # the steps with a row on a reachable node
         rows = np.flatnonzero(kept[steps.row_step])
         if not rows.size:
             return None
         frees = steps.row_frees[rows]
         row_step, row_node = steps.row_step[rows], steps.row_node[rows]
         # each node's freed room after each of its rows, summed in order from what it had freed before
-        by_node = np.lexsort((np.arange(rows.size), row_node))
+        by_node = np.argsort(row_node, kind="stable")
         nodes_sorted = row_node[by_node]
-        first = np.flatnonzero(np.r_[True, nodes_sorted[1:] != nodes_sorted[:-1]])
-        group = np.cumsum(np.r_[False, nodes_sorted[1:] != nodes_sorted[:-1]])
+        starts = np.empty(rows.size, dtype=np.bool_)  # where each node's rows start
+        starts[0] = True
+        np.not_equal(nodes_sorted[1:], nodes_sorted[:-1], out=starts[1:])
+        first = np.flatnonzero(starts)
+        group = np.cumsum(starts) - 1
         place = np.arange(rows.size) - first[group]
         pad = np.zeros((first.size, int(place.max()) + 2, frees.shape[1]))
         pad[:, 0] = self.freed[nodes_sorted[first]]
@@ -370,13 +373,13 @@ class _Scan:
         after[by_node] = after_sorted
         cap_after = np.where(mask[None, row_node], _capacity(self.base[row_node] + after, self.shapes), 0.0)
         previous = np.empty_like(by_node)
-        previous[by_node] = np.where(place == 0, -1, np.r_[-1, by_node[:-1]])
+        previous[by_node] = np.where(place == 0, -1, np.concatenate(([-1], by_node[:-1])))
         cap_before = np.where(previous[None, :] >= 0, cap_after[:, np.maximum(previous, 0)], self.cap[:, row_node])
         grew_row = np.any(cap_after > cap_before, axis=0)
         increments = cap_after - cap_before
         kept_steps = np.flatnonzero(kept)
         grew = np.zeros(count, dtype=np.bool_)
-        np.logical_or.at(grew, row_step, grew_row)
+        grew[row_step[grew_row]] = True
         gained = np.zeros((self.shapes.shape[0], count))
         np.add.at(gained.T, row_step, increments.T)
         totals = self.total[:, None] + np.cumsum(gained[:, kept_steps], axis=1)
@@ -392,7 +395,10 @@ class _Scan:
         self.row_node.append(row_node[upto])
         # per node, its last row among those taken
         sel = np.flatnonzero(upto[by_node])
-        ends = np.r_[group[sel][1:] != group[sel][:-1], True] if sel.size else np.zeros(0, dtype=np.bool_)
+        ends = np.zeros(0, dtype=np.bool_)
+        if sel.size:
+            chosen = group[sel]
+            ends = np.concatenate((chosen[1:] != chosen[:-1], [True]))
         final = by_node[sel[ends]]
         self.freed[row_node[final]] = after[final]
         self.cap[:, row_node[final]] = cap_after[:, final]
