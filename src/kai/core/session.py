@@ -42,6 +42,8 @@ class QueueOrderPolicy(Protocol):
     with equal keys are ordered by `tie` (negative: `left` goes first; never 0 for two queues). The
     allocation order compares sibling queues by their best pending jobs; the victim order takes the
     next victim from the queue this order puts last, judged with the victims taken from it so far.
+    A key is a function of its arguments (and of what is fixed for the session): the session keeps a
+    queue's allocation key while they do not change (`Session.allocation_key`).
     """
 
     def key(
@@ -204,6 +206,7 @@ class Session:
         self.queue_allocated: Matrix = np.zeros((n_queues, 3))
         self.queue_allocated_np: Matrix = np.zeros((n_queues, 3))
         self.queue_request: Matrix = np.zeros((n_queues, 3))
+        self.queue_changes: list[int] = [0] * n_queues  # per queue, a counter bumped whenever its allocation changes
         self.fair_share: Matrix = np.zeros((n_queues, 3))
         self._paths: dict[int, npt.NDArray[np.int64]] = {}  # queue -> itself and its ancestors
         self._path_lists: dict[int, tuple[int, ...]] = {}  # the same as Python ints
@@ -227,6 +230,8 @@ class Session:
         self.capacity_checks: list[CapacityFn] = []
         self.queue_order: QueueOrderPolicy = OldestFirst()
         self._queue_order_set = False
+        # per queue, its last allocation key: ((queue_changes, job, job version), simulated attempt, key)
+        self._allocation_keys: dict[int, tuple[tuple[int, int, int], Vector | None, tuple[object, ...]]] = {}
         self.gpu_policy: GpuPolicy | None = None
         self.packing: set[object] = set()
         self.victim_guards: list[VictimGuardFn] = []
@@ -273,15 +278,27 @@ class Session:
             raise RuntimeError("queue order has exactly one provider; a second plugin registered one")
         self.queue_order = policy
         self._queue_order_set = True
+        self._allocation_keys.clear()
 
     def allocated_triple(self, queue: int) -> Triple:
         return _triple(self.queue_allocated[queue])
 
     def allocation_key(self, queue: int, job: Job) -> tuple[object, ...]:
-        """The queue's place in the allocation order, with `job` as the job it would start next."""
-        return self.queue_order.key(
+        """The queue's place in the allocation order, with `job` as the job it would start next.
+
+        Kept per queue while neither the queue's allocation (`queue_changes`) nor the job's attempt (its
+        `job_version`, or the victim search's simulated attempt) changed: the queue order's key is a
+        function of those (`QueueOrderPolicy`), and the job loops ask again for every queue at every pop."""
+        simulated = self.simulated_attempts.get(job.index)
+        stamp = (self.queue_changes[queue], job.index, int(self.job_version[job.index]))
+        known = self._allocation_keys.get(queue)
+        if known is not None and known[0] == stamp and known[1] is simulated:
+            return known[2]
+        key = self.queue_order.key(
             self, queue, _triple(self.queue_allocated[queue]), _triple(self.attempt_request(job)), NOTHING
         )
+        self._allocation_keys[queue] = (stamp, simulated, key)
+        return key
 
     def job_key(self, job: Job) -> tuple[object, ...]:
         key: tuple[object, ...] = ()
@@ -406,9 +423,10 @@ class Session:
         if job.queue < 0:
             return
         delta = sign * charge
-        allocated, allocated_np = self.queue_allocated, self.queue_allocated_np
+        allocated, allocated_np, changes = self.queue_allocated, self.queue_allocated_np, self.queue_changes
         for queue in self._ancestor_list(job.queue):  # row by row: a path names each queue once
             allocated[queue] += delta
+            changes[queue] += 1
             if not job.preemptible:
                 allocated_np[queue] += delta
 
