@@ -110,23 +110,41 @@ def find_fit(session: Session, task: Task) -> Fit:
     return Fit(session=session, task=task, now=now, later=later, shares_existing=shares & later)
 
 
+_FEW = 4  # up to this many changed nodes, refitting node by node in Python floats beats numpy's per-call cost
+
+
 def refit_nodes(session: Session, fit: Fit, nodes: Collection[int], task: Task) -> Fit:
     """`fit` for `task` (a task with the same request and constraint as `fit.task`, sharing no GPU)
     after `nodes` changed: `find_fit` again, computed for those nodes only (no other node changed)."""
     assert not task.is_shared_gpu and not session.predicates
-    changed = np.fromiter(nodes, dtype=np.int64, count=len(nodes))
     now, later = fit.now.copy(), fit.later.copy()
-    now[changed], later[changed] = _fits_at(session, task, changed)
+    if len(nodes) <= _FEW:
+        for node in nodes:
+            now[node], later[node] = _fits_one(session, task, node)
+    else:
+        changed = np.fromiter(nodes, dtype=np.int64, count=len(nodes))
+        now[changed], later[changed] = _fits_at(session, task, changed)
     return Fit(session=session, task=task, now=now, later=later, shares_existing=fit.shares_existing)
 
 
 def fits_now_at(session: Session, task: Task, node: int) -> bool:
     """Whether `task` (sharing no GPU, no plugin predicates) fits `node`'s idle resources: `find_fit`'s
     `now` for that node."""
+    return _admits(session, task, node) and bool(_room_for(session.idle[node], task.request))
+
+
+def _fits_one(session: Session, task: Task, node: int) -> tuple[bool, bool]:
+    """`_fits_at` on one node (now, later), with `_room_for`'s one-node comparisons in Python floats."""
+    if not _admits(session, task, node):
+        return False, False
+    idle = session.idle[node]
+    return bool(_room_for(idle, task.request)), bool(_room_for(idle + session.releasing[node], task.request))
+
+
+def _admits(session: Session, task: Task, node: int) -> bool:
+    """Whether the task's constraint admits `node` and the node is schedulable (no plugin predicates)."""
     snap = session.snapshot
-    if not (snap.constraint_masks[task.constraint][node] and snap.nodes.schedulable[node]):
-        return False
-    return bool(_room_for(session.idle[node], task.request))
+    return bool(snap.constraint_masks[task.constraint][node] and snap.nodes.schedulable[node])
 
 
 def _fits_at(session: Session, task: Task, nodes: npt.NDArray[np.int64]) -> tuple[BoolVector, BoolVector]:

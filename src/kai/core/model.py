@@ -21,6 +21,7 @@ from kai.core.resources import ResourceIndex, Vector
 
 Matrix = npt.NDArray[np.float64]
 BoolVector = npt.NDArray[np.bool_]
+NodeIndices = npt.NDArray[np.int64]  # node indices, ascending (nodes sorted by name)
 
 
 class TaskStatus(enum.IntEnum):

@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from kai.core import gpu_devices
 from kai.core.decisions import Event, Eviction, JobCondition, JobStart, Placement, StaleMark
-from kai.core.model import ALIVE, BoolVector, Counts, Job, Matrix, Snapshot, Task, TaskStatus
+from kai.core.model import ALIVE, BoolVector, Counts, Job, Matrix, NodeIndices, Snapshot, Task, TaskStatus
 from kai.core.resources import QUEUE_RESOURCES, Vector
 
 if TYPE_CHECKING:
@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 
 # Extension point signatures (how several callbacks combine is documented on Session).
 PredicateFn = Callable[["Session", Task], BoolVector]
-NodeScoreFn = Callable[["Session", Task, BoolVector], Vector]
+# a node score: (session, task, candidate nodes) -> one score per candidate node
+NodeScoreFn = Callable[["Session", Task, NodeIndices], Vector]
 JobKeyFn = Callable[["Session", Job], tuple[float, ...]]
 CapacityFn = Callable[["Session", Job, Vector], "JobCondition | None"]
 Triple = tuple[float, float, float]  # queue space: (gpu devices, cpu millicores, memory bytes)
@@ -41,6 +42,8 @@ class QueueOrderPolicy(Protocol):
     with equal keys are ordered by `tie` (negative: `left` goes first; never 0 for two queues). The
     allocation order compares sibling queues by their best pending jobs; the victim order takes the
     next victim from the queue this order puts last, judged with the victims taken from it so far.
+    A key is a function of its arguments (and of what is fixed for the session): the session keeps a
+    queue's allocation key while they do not change (`Session.allocation_key`).
     """
 
     def key(
@@ -76,12 +79,12 @@ class OldestFirst:
 class GpuPolicy(Protocol):
     """Device-level GPU placement (gpupack, gpuspread or fragmentation): exactly one per session.
 
-    `node_bonus` adds to the node scores of a GPU task (it sees the task's fit, including the
-    shared devices each node would use); `devices` picks the shared devices on the chosen node,
-    or returns None to keep the fit's own choice.
+    `node_bonus` adds to the node scores of a GPU task on the candidate nodes `nodes`, one value per
+    node (it sees the task's fit, including the shared devices each node would use); `devices` picks
+    the shared devices on the chosen node, or returns None to keep the fit's own choice.
     """
 
-    def node_bonus(self, session: Session, task: Task, fit: Fit) -> Vector: ...
+    def node_bonus(self, session: Session, task: Task, fit: Fit, nodes: NodeIndices) -> Vector: ...
 
     def devices(self, session: Session, task: Task, node: int, fit: Fit) -> gpu_devices.DeviceChoice | None: ...
 
@@ -171,6 +174,8 @@ class Session:
     Extension points and how several callbacks combine:
     * `predicates`: node masks, ANDed.
     * `node_scores`: per-node scores, summed; the highest total wins, ties to the lowest node index.
+      Each is asked for the candidate nodes only (the nodes the task fits, ascending) and returns one
+      score per candidate: a node's score depends on the node and the candidates, never on the others.
     * `job_keys`: sort keys, concatenated in registration order; the job's uid ends every key.
     * `capacity_checks`: the first non-None condition rejects the job attempt.
     * `queue_compare`: exactly one provider (the proportion plugin); registering a second is an error.
@@ -215,6 +220,7 @@ class Session:
         self.queue_allocated: Matrix = np.zeros((n_queues, 3))
         self.queue_allocated_np: Matrix = np.zeros((n_queues, 3))
         self.queue_request: Matrix = np.zeros((n_queues, 3))
+        self.queue_changes: list[int] = [0] * n_queues  # per queue, a counter bumped whenever its allocation changes
         self.fair_share: Matrix = np.zeros((n_queues, 3))
         self._paths: dict[int, npt.NDArray[np.int64]] = {}  # queue -> itself and its ancestors
         self.sibling_rank: list[int] = _sibling_ranks(snapshot)
@@ -233,9 +239,8 @@ class Session:
         self._exists: dict[int, Counts] = {}  # _existing: snapshot statuses only, so once per job
         self.simulated_attempts: dict[int, Vector] = {}  # set by the victim search while it re-places victims
         self.podset_alive: list[npt.NDArray[np.int64]] = self._open_accounts(snapshot)
-        # `queue_allocated` rows as Python floats, read at every pop of every job loop; a row is dropped
-        # here whenever `_charge_queue` changes it (the only writer once the accounts are open)
-        self._allocated_triples: list[Triple | None] = [None] * n_queues
+        # `queue_allocated` rows as Python floats with the `queue_changes` they were read at
+        self._allocated_triples: list[tuple[int, Triple] | None] = [None] * n_queues
         # extension points
         self.predicates: list[PredicateFn] = []
         self.node_scores: list[NodeScoreFn] = []
@@ -243,6 +248,8 @@ class Session:
         self.capacity_checks: list[CapacityFn] = []
         self.queue_order: QueueOrderPolicy = OldestFirst()
         self._queue_order_set = False
+        # per queue, its last allocation key: ((queue_changes, job, job version), simulated attempt, key)
+        self._allocation_keys: dict[int, tuple[tuple[int, int, int], Vector | None, tuple[object, ...]]] = {}
         self.gpu_policy: GpuPolicy | None = None
         self.packing: set[object] = set()
         self.victim_guards: list[VictimGuardFn] = []
@@ -289,21 +296,30 @@ class Session:
             raise RuntimeError("queue order has exactly one provider; a second plugin registered one")
         self.queue_order = policy
         self._queue_order_set = True
+        self._allocation_keys.clear()
 
     def allocated_triple(self, queue: int) -> Triple:
-        """`queue_allocated[queue]` as Python floats (kept until the row changes)."""
+        """`queue_allocated[queue]` as Python floats (kept until the row changes: `queue_changes`)."""
+        changes = self.queue_changes[queue]
         known = self._allocated_triples[queue]
-        if known is None:
-            known = self._allocated_triples[queue] = _triple(self.queue_allocated[queue])
-        return known
+        if known is None or known[0] != changes:
+            known = self._allocated_triples[queue] = (changes, _triple(self.queue_allocated[queue]))
+        return known[1]
 
     def allocation_key(self, queue: int, job: Job) -> tuple[object, ...]:
-        """The queue's place in the allocation order, with `job` as the job it would start next."""
-        allocated = self._allocated_triples[queue]  # `allocated_triple`, its usual case written out
-        if allocated is None:
-            allocated = self.allocated_triple(queue)
-        request = self._attempt_triple(job)
-        return self.queue_order.key(self, queue, allocated, request, NOTHING)
+        """The queue's place in the allocation order, with `job` as the job it would start next.
+
+        Kept per queue while neither the queue's allocation (`queue_changes`) nor the job's attempt (its
+        `job_version`, or the victim search's simulated attempt) changed: the queue order's key is a
+        function of those (`QueueOrderPolicy`), and the job loops ask again for every queue at every pop."""
+        simulated = self.simulated_attempts.get(job.index)
+        stamp = (self.queue_changes[queue], job.index, int(self.job_version[job.index]))
+        known = self._allocation_keys.get(queue)
+        if known is not None and known[0] == stamp and known[1] is simulated:
+            return known[2]
+        key = self.queue_order.key(self, queue, self.allocated_triple(queue), self._attempt_triple(job), NOTHING)
+        self._allocation_keys[queue] = (stamp, simulated, key)
+        return key
 
     def job_key(self, job: Job) -> tuple[object, ...]:
         """The job's place in its queue's job order (kept until the job changes: `job_version`)."""
@@ -435,18 +451,18 @@ class Session:
         if job.queue < 0:
             return
         delta = sign * charge
-        allocated, allocated_np, triples = self.queue_allocated, self.queue_allocated_np, self._allocated_triples
+        allocated, allocated_np, changes = self.queue_allocated, self.queue_allocated_np, self.queue_changes
         for queue in self._ancestor_list(job.queue):  # row by row: a path names each queue once
             allocated[queue] += delta
-            triples[queue] = None
+            changes[queue] += 1
             if not job.preemptible:
                 allocated_np[queue] += delta
 
     # ----------------------------------------------------------------- task and job state
-    def free(self, resource: int) -> Vector:
-        """What is not allocated of a resource on each node: idle, plus what is being released (KAI's
-        non-allocated)."""
-        free: Vector = self.idle[:, resource] + np.maximum(self.releasing[:, resource], 0.0)
+    def free(self, resource: int, nodes: NodeIndices | slice = slice(None)) -> Vector:
+        """What is not allocated of a resource on each node (or on `nodes`): idle, plus what is being
+        released (KAI's non-allocated)."""
+        free: Vector = self.idle[nodes, resource] + np.maximum(self.releasing[nodes, resource], 0.0)
         return free
 
     def task(self, index: int) -> Task:

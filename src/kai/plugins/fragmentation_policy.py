@@ -23,7 +23,7 @@ import numpy.typing as npt
 from kai.api.node import GPU_PRODUCT_LABEL
 from kai.core import gpu_devices
 from kai.core.fit import Fit
-from kai.core.model import Task
+from kai.core.model import NodeIndices, Task
 from kai.core.resources import CPU, GPU, MEMORY, Vector
 from kai.core.scores import MAX_PLACEMENT
 from kai.core.session import Session
@@ -229,15 +229,14 @@ class FragmentationPlugin:
         self.tie_rank = tie_ranks(session.snapshot.nodes.names)
         session.set_gpu_policy(self)
 
-    def node_bonus(self, session: Session, task: Task, fit: Fit) -> Vector:
-        """FGD's node score for a GPU task, scaled into the placement range 0..9."""
-        candidates = fit.later
+    def node_bonus(self, session: Session, task: Task, fit: Fit, nodes: NodeIndices) -> Vector:
+        """FGD's node score for a GPU task on the candidate nodes, scaled into the placement range 0..9."""
         assert self.view is not None
         if self.view.target is None:
-            return np.zeros(session.snapshot.nodes.count)
+            return np.zeros(len(nodes))
         known = self._evaluate(session, self.view.shapes[task.index], float(task.request[MEMORY]) / MIB)
         self._last = (task.index, known.devices)
-        return np.where(candidates, known.scaled + self.tie_rank, 0.0)
+        return known.scaled[nodes] + self.tie_rank[nodes]
 
     def _evaluate(self, session: Session, shape: fragmentation.TaskShape, memory_mib: float) -> _Remembered:
         """FGD's evaluation of the shape on every node: the remembered rows, the changed nodes redone.

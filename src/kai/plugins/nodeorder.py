@@ -10,23 +10,23 @@ import numpy as np
 
 from kai.core.fit import Fit
 from kai.core.gpu_devices import DeviceChoice
-from kai.core.model import BoolVector, Task
+from kai.core.model import NodeIndices, Task
 from kai.core.resources import CPU, GPU, Vector
 from kai.core.scores import CPU_ONLY_NODE, MAX_PLACEMENT, NOMINATED, SHARED_GPU_FITS
 from kai.core.session import Session
 
 
-def _scaled(value: Vector, candidates: BoolVector) -> Vector:
-    """Map `value` (lower is better) onto 0..9 over the candidates: the lowest gets 9, the highest 0."""
-    lo = float(value[candidates].min())
-    hi = float(value[candidates].max())
+def _scaled(value: Vector) -> Vector:
+    """Map `value` (lower is better; one per candidate node) onto 0..9: the lowest gets 9, the highest 0."""
+    lo = float(value.min())
+    hi = float(value.max())
     if hi == lo:
-        return np.where(candidates, MAX_PLACEMENT, 0.0)
-    return np.where(candidates, MAX_PLACEMENT * (1.0 - (value - lo) / (hi - lo)), 0.0)
+        return np.full(len(value), MAX_PLACEMENT)
+    return MAX_PLACEMENT * (1.0 - (value - lo) / (hi - lo))
 
 
-def placement_scores(session: Session, task: Task, candidates: BoolVector) -> Vector:
-    """Bin-pack or spread, per resource type.
+def placement_scores(session: Session, task: Task, nodes: NodeIndices) -> Vector:
+    """Bin-pack or spread, per resource type, on the candidate nodes `nodes`.
 
     * GPU tasks: KAI's scores on the GPU resource; bin-pack prefers the node with the fewest free
       GPUs, spread the one with the largest free share (free: idle or being released, as in KAI).
@@ -38,25 +38,24 @@ def placement_scores(session: Session, task: Task, candidates: BoolVector) -> Ve
       ratio of bin-pack above best fit's (see the README's replay table).
     * Under the `fragmentation` GPU policy the FGD plugin scores every task instead.
     """
-    count = session.snapshot.nodes.count
-    if not candidates.any() or session.config.gpu_placement not in ("binpack", "spread"):
-        return np.zeros(count)
+    if not len(nodes) or session.config.gpu_placement not in ("binpack", "spread"):
+        return np.zeros(len(nodes))
     uses_gpu = task.request[GPU] > 0 or task.is_shared_gpu
     strategy = session.config.gpu_placement if uses_gpu else session.config.cpu_placement
     resource = GPU if uses_gpu else CPU
     if strategy == "spread":
-        capacity = session.snapshot.nodes.allocatable[:, resource]
+        capacity = session.snapshot.nodes.allocatable[nodes, resource]
         with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = np.where(capacity > 0, session.free(resource) / capacity, 0.0)
-        return np.where(candidates, MAX_PLACEMENT * np.clip(ratio, 0.0, 1.0), 0.0)
+            ratio = np.where(capacity > 0, session.free(resource, nodes) / capacity, 0.0)
+        return MAX_PLACEMENT * np.clip(ratio, 0.0, 1.0)
     if uses_gpu:
-        return _scaled(session.free(GPU), candidates)
+        return _scaled(session.free(GPU, nodes))
     allocatable = session.snapshot.nodes.allocatable
     max_cpu = max(1.0, float(allocatable[:, CPU].max()))
     max_gpu = max(1.0, float(allocatable[:, GPU].max()))
-    free_gpu = session.free(GPU) + shared_gpu_room(session)
-    leftover = 0.5 * (session.free(CPU) - task.request[CPU]) / max_cpu + 0.5 * free_gpu / max_gpu
-    return _scaled(leftover, candidates)
+    free_gpu = session.free(GPU, nodes) + shared_gpu_room(session)[nodes]
+    leftover = 0.5 * (session.free(CPU, nodes) - task.request[CPU]) / max_cpu + 0.5 * free_gpu / max_gpu
+    return _scaled(leftover)
 
 
 def shared_gpu_room(session: Session) -> Vector:
@@ -64,17 +63,22 @@ def shared_gpu_room(session: Session) -> Vector:
     return session.shared_room_total
 
 
-def resource_type_scores(session: Session, task: Task, candidates: BoolVector) -> Vector:
+def resource_type_scores(session: Session, task: Task, nodes: NodeIndices) -> Vector:
+    """CPU-only tasks prefer the candidate nodes without GPUs."""
     if task.request[GPU] > 0 or task.is_shared_gpu:
-        return np.zeros(session.snapshot.nodes.count)
-    cpu_only = session.snapshot.nodes.allocatable[:, GPU] == 0
-    return np.where(candidates & cpu_only, CPU_ONLY_NODE, 0.0)
+        return np.zeros(len(nodes))
+    cpu_only = session.snapshot.nodes.allocatable[nodes, GPU] == 0
+    return np.where(cpu_only, CPU_ONLY_NODE, 0.0)
 
 
-def nominated_scores(session: Session, task: Task, candidates: BoolVector) -> Vector:
-    scores = np.zeros(session.snapshot.nodes.count)
-    if task.nominated_node >= 0 and candidates[task.nominated_node]:
-        scores[task.nominated_node] = NOMINATED
+def nominated_scores(session: Session, task: Task, nodes: NodeIndices) -> Vector:
+    """The task's nominated node, if it is a candidate, outscores every other."""
+    scores = np.zeros(len(nodes))
+    nominated = task.nominated_node
+    if nominated >= 0:
+        at = int(np.searchsorted(nodes, nominated))
+        if at < len(nodes) and int(nodes[at]) == nominated:
+            scores[at] = NOMINATED
     return scores
 
 
@@ -87,10 +91,10 @@ class SharedGpuOrder:
     for bin-pack, idle devices first for spread; see `kai.core.gpu_devices.choose_devices`).
     """
 
-    def node_bonus(self, session: Session, task: Task, fit: Fit) -> Vector:
+    def node_bonus(self, session: Session, task: Task, fit: Fit, nodes: NodeIndices) -> Vector:
         if session.config.gpu_device_policy == "spread":
-            return np.zeros(session.snapshot.nodes.count)
-        return np.where(fit.shares_existing, SHARED_GPU_FITS, 0.0)
+            return np.zeros(len(nodes))
+        return np.where(fit.shares_existing[nodes], SHARED_GPU_FITS, 0.0)
 
     def devices(self, session: Session, task: Task, node: int, fit: Fit) -> DeviceChoice | None:
         return None

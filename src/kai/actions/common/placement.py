@@ -13,13 +13,15 @@ import numpy as np
 import numpy.typing as npt
 
 from kai.core import fit as fit_lib
-from kai.core.model import Job, Task, TaskStatus
-from kai.core.resources import GPU
+from kai.core.model import Job, NodeIndices, Task, TaskStatus
+from kai.core.resources import GPU, Vector
 from kai.core.scores import FITS_IDLE
 from kai.core.session import Session
 from kai.core.statement import Statement
 
-_ALLOCATED = int(TaskStatus.ALLOCATED)  # a plain int: numpy compares it faster than the IntEnum member
+# plain ints: numpy compares them faster than the IntEnum members
+_ALLOCATED = int(TaskStatus.ALLOCATED)
+_PIPELINED = int(TaskStatus.PIPELINED)
 
 
 def place_task(
@@ -41,7 +43,8 @@ def place_task(
     remembered = session.fits_nowhere.get(nowhere) if nowhere is not None else None
     if remembered is not None and remembered[0] == version:
         return remembered[1]
-    error = _place(session, stmt, task, fit_lib.find_fit(session, task), allow_pipeline=allow_pipeline, why=why)
+    fit = _fit(session, task, _shape(session, task))
+    error = _place(session, stmt, task, fit, allow_pipeline=allow_pipeline, why=why)
     if error is not None and nowhere is not None:
         session.fits_nowhere[nowhere] = (version, error)
     return error
@@ -50,27 +53,57 @@ def place_task(
 def _place(
     session: Session, stmt: Statement, task: Task, fit: fit_lib.Fit, *, allow_pipeline: bool = True, why: bool = True
 ) -> str | None:
-    candidates = fit.later if allow_pipeline else fit.now
-    if not candidates.any():
+    nodes = np.flatnonzero(fit.later if allow_pipeline else fit.now)
+    if not nodes.size:
         if not why:
             return f"0/{session.snapshot.nodes.count} nodes"
         return fit_lib.fit_errors(session, task, fit)
-    scores = np.zeros(session.snapshot.nodes.count)
-    for score in session.node_scores:
-        scores += score(session, task, candidates)
-    scores += np.where(fit.now, FITS_IDLE, 0.0)
-    policy = session.gpu_policy
-    if policy is not None:
-        scores += policy.node_bonus(session, task, fit)
-    scores = np.where(candidates, scores, -np.inf)
-    node = int(np.argmax(scores))
+    node = _best(session, task, fit, nodes)
     choice = None
+    policy = session.gpu_policy
     if task.is_shared_gpu:
         if policy is not None and fit.now[node]:
             choice = policy.devices(session, task, node, fit)
         choice = choice or fit.choice(node)
     stmt.place(task, node, pipelined=not bool(fit.now[node]), choice=choice)
     return None
+
+
+def _best(session: Session, task: Task, fit: fit_lib.Fit, nodes: NodeIndices) -> int:
+    """The candidate node (of `nodes`, ascending) with the highest total score, the lowest on a tie: found
+    without the scores where the packing scores decide (`_packed_best`), else by summing them."""
+    if _packs(session, task):
+        node = _packed_best(session, fit, nodes)
+        if node is not None:
+            return node
+    return _scored_best(session, task, fit, nodes)
+
+
+def _scored_best(session: Session, task: Task, fit: fit_lib.Fit, nodes: NodeIndices) -> int:
+    """`_best` by the scores: every node score, the idle-fit score and the GPU policy's bonus, summed in
+    that order on the candidates alone (a candidate's score depends on the node and the candidates)."""
+    scores = np.zeros(nodes.size)
+    for score in session.node_scores:
+        scores += score(session, task, nodes)
+    scores += np.where(fit.now[nodes], FITS_IDLE, 0.0)
+    policy = session.gpu_policy
+    if policy is not None:
+        scores += policy.node_bonus(session, task, fit, nodes)
+    return int(nodes[int(np.argmax(scores))])
+
+
+def _packed_best(session: Session, fit: fit_lib.Fit, nodes: NodeIndices) -> int | None:
+    """`_scored_best` for a task the packing scores place (`_packs`), without computing them: their sum
+    ranks the nodes the task fits idle first, then fewer free GPUs first (`Session.packing`), so the
+    winner is, of the candidates it fits idle (else of all), the one with the fewest free GPUs, the
+    lowest index on a tie. None when a candidate's free GPUs are not whole numbers (`_whole`)."""
+    free = session.free(GPU, nodes)
+    if not _whole(free):
+        return None
+    idle = fit.now[nodes]
+    if idle.any():
+        nodes, free = nodes[idle], free[idle]
+    return int(nodes[int(np.argmin(free))])
 
 
 def _packs(session: Session, task: Task) -> bool:
@@ -89,9 +122,14 @@ def _packs(session: Session, task: Task) -> bool:
 
 
 def _whole_free_gpus(session: Session) -> bool:
-    """Every node's free GPUs (idle or being released) are whole numbers, so the scaled bin-pack
-    scores of nodes with different free GPUs never round to equal. Placing whole GPUs keeps it so."""
-    free = session.free(GPU)
+    """Every node's free GPUs (idle or being released) are whole numbers (`_whole`). Placing whole GPUs
+    keeps it so."""
+    return _whole(session.free(GPU))
+
+
+def _whole(free: Vector) -> bool:
+    """Whether these free GPUs are whole numbers, so the scaled bin-pack scores of nodes with different
+    free GPUs never round to equal."""
     return bool(np.array_equal(free, np.floor(free)))
 
 
@@ -106,6 +144,19 @@ def _nowhere_key(session: Session, task: Task, why: bool, allow_pipeline: bool =
 
 Shape = tuple[bytes, int]  # request and constraint of a task sharing no GPU: like tasks fit the same nodes
 KnownFit = tuple[fit_lib.Fit, set[int]]  # a like task's fit, and the nodes changed since
+
+
+def _shape(session: Session, task: Task) -> Shape | None:
+    """The task's `Shape`, or None when like tasks may fit different nodes (it shares a GPU: the fit
+    depends on the devices; or plugin predicates judge the task itself)."""
+    if task.is_shared_gpu or session.predicates:
+        return None
+    return (task.request.tobytes(), task.constraint)
+
+
+def _fit(session: Session, task: Task, shape: Shape | None) -> fit_lib.Fit:
+    """`find_fit`, from the last fit of a like task in the session when the task has a shape (`_like_fit`)."""
+    return fit_lib.find_fit(session, task) if shape is None else _like_fit(session, shape, task)
 
 
 def _current(session: Session, known: KnownFit, task: Task) -> fit_lib.Fit:
@@ -176,7 +227,7 @@ def place_tasks(session: Session, stmt: Statement, job: Job, tasks: Sequence[Tas
     packed: _PackedRun | None = None  # with packing scores: where the next like pods go
     whole: bool | None = None  # _whole_free_gpus, once asked
     for task in tasks:
-        same = None if task.is_shared_gpu or session.predicates else (task.request.tobytes(), task.constraint)
+        same = _shape(session, task)
         if packed is not None and packed.shape == same and task.nominated_node < 0:
             node = packed.next_node(session, task, fits)
             if node is not None:
@@ -193,12 +244,7 @@ def place_tasks(session: Session, stmt: Statement, job: Job, tasks: Sequence[Tas
         if remembered is not None and remembered[0] == version:
             error: str | None = remembered[1]  # no node changed since a pod like it fit nowhere
         else:
-            if known is not None:
-                fit = _current(session, known, task)
-            elif same is not None:
-                fit = _like_fit(session, same, task)
-            else:
-                fit = fit_lib.find_fit(session, task)
+            fit = _current(session, known, task) if known is not None else _fit(session, task, same)
             error = _place(session, stmt, task, fit, why=why)
             if error is not None and nowhere is not None:
                 session.fits_nowhere[nowhere] = (version, error)
@@ -220,6 +266,6 @@ def place_tasks(session: Session, stmt: Statement, job: Job, tasks: Sequence[Tas
         else:
             whole = None  # this placement may have left a fraction of a GPU free somewhere
     placed = [t.index for t in tasks]
-    if not was_satisfied and bool(np.any(session.status[placed] == TaskStatus.PIPELINED)):
+    if not was_satisfied and bool((session.status[placed] == _PIPELINED).any()):
         stmt.convert_to_pipelined(set(placed))
     return None

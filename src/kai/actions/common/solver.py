@@ -37,6 +37,7 @@ from kai.actions.common.victims import VictimUnit
 from kai.actions.common.victims import frees as victim_frees
 from kai.core import fit as fit_lib
 from kai.core.model import BoolVector, Job, Task
+from kai.core.resources import Vector
 from kai.core.session import Session
 from kai.core.statement import Statement
 
@@ -120,11 +121,20 @@ class _Search:
         self.preemptor = preemptor
         self.tasks = list(tasks)
         self.task_indices = tuple(t.index for t in tasks)
+        self.request = session.job_request(self.tasks)  # task charges are session constants
+        self._ranks: dict[int, dict[int, int]] = {}  # per victim job: task -> place in its task order
 
     def capacity_ok(self) -> bool:
         s = self.session
-        request = s.job_request(self.tasks)
-        return all(check(s, self.preemptor, request) is None for check in s.capacity_checks)
+        return all(check(s, self.preemptor, self.request) is None for check in s.capacity_checks)
+
+    def _in_task_order(self, job: int, tasks: Iterable[int]) -> list[int]:
+        """The tasks of a victim job in its task order (`Session.job_order_tasks`, fixed for the session:
+        each job's ranks are made once per search)."""
+        rank = self._ranks.get(job)
+        if rank is None:
+            rank = self._ranks[job] = {t: i for i, t in enumerate(self.session.job_order_tasks[job].tolist())}
+        return sorted(tasks, key=rank.__getitem__)
 
     def place_preemptor(self) -> bool:
         s = self.session
@@ -180,11 +190,11 @@ class _Search:
         return chosen
 
     def _replace_job(
-        self, victim: Job, job_units: list[VictimUnit], back: list[int], placed: dict[int, int]
+        self, victim: Job, job_units: list[VictimUnit], back: list[int], charge: Vector, placed: dict[int, int]
     ) -> list[VictimUnit]:
-        """Re-place the pods `back` of one victim job, all of them or none; returns the units' lost parts."""
+        """Re-place the pods `back` of one victim job (costing its queue `charge`), all of them or none;
+        returns the units' lost parts."""
         s, stmt = self.session, self.stmt
-        charge = s.job_request([s.task(t) for t in back])
         mine: dict[int, int] = {}
         if all(check(s, victim, charge) is None for check in s.capacity_checks):
             cp = stmt.checkpoint()
@@ -220,8 +230,7 @@ class _Search:
         # a victim job's attempt being those pods (KAI's virtual allocation of preemptor and victims)
         backs: dict[int, list[int]] = {}
         for j, job_units in by_job.items():
-            rank = {int(t): i for i, t in enumerate(s.job_order_tasks[j])}
-            evicted = sorted((t for unit in job_units for t in unit.tasks), key=lambda t: rank[t])
+            evicted = self._in_task_order(j, (t for unit in job_units for t in unit.tasks))
             backs[j] = self._to_replace(jobs[j], evicted)
             s.simulated_attempts[j] = s.job_request([s.task(t) for t in backs[j]])
         order = JobsByQueue(s, [self.preemptor, *(jobs[j] for j in sorted(by_job))])
@@ -233,8 +242,8 @@ class _Search:
                     if not self.capacity_ok() or not self.place_preemptor():
                         return None
                     continue
-                del s.simulated_attempts[job.index]
-                lost += self._replace_job(job, by_job[job.index], backs[job.index], placed)
+                charge = s.simulated_attempts.pop(job.index)
+                lost += self._replace_job(job, by_job[job.index], backs[job.index], charge, placed)
         finally:
             s.simulated_attempts.clear()
         stays = {t for t, node in placed.items() if node == int(s.snapshot.tasks[t].node)}
@@ -266,11 +275,8 @@ class _Scan:
         self.victim_tasks = 0
         # resources every preemptor pod asks for, with the smallest amount asked: a node that stays short
         # of one of them holds no preemptor pod whatever was freed on it
-        self.asked_by_all = [
-            (r, float(self.shapes[:, r].min()))
-            for r in range(self.shapes.shape[1])
-            if bool(np.all(self.shapes[:, r] > EPS))
-        ]
+        least = self.shapes.min(axis=0).tolist()
+        self.asked_by_all = [(r, need) for r, need in enumerate(least) if need > EPS]
 
     def take(self, unit: VictimUnit, nodes: Sequence[int]) -> None:
         self.row_unit.append(np.full(len(nodes), len(self.taken), dtype=np.int64))
@@ -344,17 +350,20 @@ class _Scan:
         mask = self.mask
         count = len(steps.units)
         kept = np.zeros(count, dtype=np.bool_)
-        np.logical_or.at(kept, steps.row_step, mask[steps.row_node])
+        kept[steps.row_step[mask[steps.row_node]]] = True  # the steps with a row on a reachable node
         rows = np.flatnonzero(kept[steps.row_step])
         if not rows.size:
             return None
         frees = steps.row_frees[rows]
         row_step, row_node = steps.row_step[rows], steps.row_node[rows]
         # each node's freed room after each of its rows, summed in order from what it had freed before
-        by_node = np.lexsort((np.arange(rows.size), row_node))
+        by_node = np.argsort(row_node, kind="stable")
         nodes_sorted = row_node[by_node]
-        first = np.flatnonzero(np.r_[True, nodes_sorted[1:] != nodes_sorted[:-1]])
-        group = np.cumsum(np.r_[False, nodes_sorted[1:] != nodes_sorted[:-1]])
+        starts = np.empty(rows.size, dtype=np.bool_)  # where each node's rows start
+        starts[0] = True
+        np.not_equal(nodes_sorted[1:], nodes_sorted[:-1], out=starts[1:])
+        first = np.flatnonzero(starts)
+        group = np.cumsum(starts) - 1
         place = np.arange(rows.size) - first[group]
         pad = np.zeros((first.size, int(place.max()) + 2, frees.shape[1]))
         pad[:, 0] = self.freed[nodes_sorted[first]]
@@ -364,13 +373,13 @@ class _Scan:
         after[by_node] = after_sorted
         cap_after = np.where(mask[None, row_node], _capacity(self.base[row_node] + after, self.shapes), 0.0)
         previous = np.empty_like(by_node)
-        previous[by_node] = np.where(place == 0, -1, np.r_[-1, by_node[:-1]])
+        previous[by_node] = np.where(place == 0, -1, np.concatenate(([-1], by_node[:-1])))
         cap_before = np.where(previous[None, :] >= 0, cap_after[:, np.maximum(previous, 0)], self.cap[:, row_node])
         grew_row = np.any(cap_after > cap_before, axis=0)
         increments = cap_after - cap_before
         kept_steps = np.flatnonzero(kept)
         grew = np.zeros(count, dtype=np.bool_)
-        np.logical_or.at(grew, row_step, grew_row)
+        grew[row_step[grew_row]] = True
         gained = np.zeros((self.shapes.shape[0], count))
         np.add.at(gained.T, row_step, increments.T)
         totals = self.total[:, None] + np.cumsum(gained[:, kept_steps], axis=1)
@@ -386,7 +395,10 @@ class _Scan:
         self.row_node.append(row_node[upto])
         # per node, its last row among those taken
         sel = np.flatnonzero(upto[by_node])
-        ends = np.r_[group[sel][1:] != group[sel][:-1], True] if sel.size else np.zeros(0, dtype=np.bool_)
+        ends = np.zeros(0, dtype=np.bool_)
+        if sel.size:
+            chosen = group[sel]
+            ends = np.concatenate((chosen[1:] != chosen[:-1], [True]))
         final = by_node[sel[ends]]
         self.freed[row_node[final]] = after[final]
         self.cap[:, row_node[final]] = cap_after[:, final]
