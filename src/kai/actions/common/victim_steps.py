@@ -106,6 +106,8 @@ class QueueSteps:
         self._keys: tuple[tuple[float, float, float], Keys, npt.NDArray[np.float64]] | None = None
         self._row_step: npt.NDArray[np.int64] | None = None  # derived from the steps, dropped when they change
         self._freeing: dict[tuple[int, ...], BoolVector] = {}
+        self.version = 0  # bumped whenever the steps change (`Combined` patches a queue's segment by it)
+        self.keys_version = 0  # bumped whenever the victim keys are computed again
 
     @property
     def pool(self) -> VictimPool:
@@ -126,6 +128,7 @@ class QueueSteps:
 
     def _changed(self) -> None:
         self._starts = self._keys = self._row_step = None
+        self.version += 1
         self._freeing = {}
 
     @property
@@ -268,6 +271,7 @@ class QueueSteps:
             head, varying, tail = session.queue_order.victim_keys(session, self.queue, allocated, victims)
             values = np.asarray(varying, dtype=np.float64)
             self._keys = (allocated, (head, values, tail), -values)
+            self.keys_version += 1
         return self._keys[1]
 
     def descending(self) -> npt.NDArray[np.float64]:
@@ -287,11 +291,19 @@ class OrderedVictims:
     """The victim steps of one search, in the victim order, block by block (see the module docstring)."""
 
     def __init__(
-        self, session: Session, queues: Sequence[QueueSteps], *, below_priority: int | None, ties: Sequence[int]
+        self,
+        session: Session,
+        queues: Sequence[QueueSteps],
+        *,
+        below_priority: int | None,
+        ties: Sequence[int],
+        combined: Combined | None = None,
     ) -> None:
-        """`ties`: each queue's place in the tie order (`tie_order`)."""
+        """`ties`: each queue's place in the tie order (`tie_order`); `combined`: these queues' steps as
+        one set of arrays kept from earlier searches (brought up to date when the walk reads it)."""
         self.session = session
         self.queues = list(queues)
+        self.every_step = below_priority is None
         self.limit = [q.usable(below_priority) for q in self.queues]
         keys = [q.victim_keys() for q in self.queues]
         self.varying = [varying for _, varying, _ in keys]
@@ -299,7 +311,8 @@ class OrderedVictims:
         self.head_rank = np.asarray(_dense_ranks([head for head, _, _ in keys]), dtype=np.int64)
         self.tail_rank = np.asarray(_dense_ranks([tail for _, _, tail in keys]), dtype=np.int64)
         self.tie_rank = np.asarray(ties, dtype=np.int64)
-        self._combined: Combined | None = None
+        self._combined = combined
+        self._fresh = False
 
     def key(self, q: int, p: int) -> StepKey:
         """Step p of queue q's place in the victim order (descending head, varying, tail, tie; then p)."""
@@ -445,7 +458,7 @@ class OrderedVictims:
         # the candidates (usable steps on watched nodes or freeing a widely short resource), ascending:
         # a step's id is its queue's offset plus its place in the queue
         limit = np.asarray(self.limit, dtype=np.int64)
-        usable = every.place < limit[every.queue_of]
+        usable = every.valid if self.every_step else every.place < limit[every.queue_of]
         wanted = every.freeing(tuple(widely)) if widely else np.zeros(every.size, dtype=np.bool_)
         if watched.size:
             wanted = wanted | every.on(watched)
@@ -491,9 +504,12 @@ class OrderedVictims:
             size = min(LARGEST_BLOCK, size * 2)
 
     def combined(self) -> Combined:
-        """The queues' steps as one set of arrays (built once per search)."""
+        """The queues' steps as one set of arrays, brought up to date once per search."""
         if self._combined is None:
-            self._combined = Combined(self.queues, self.varying, nodes=self.session.snapshot.nodes.count)
+            self._combined = Combined(self.queues, nodes=self.session.snapshot.nodes.count)
+        elif not self._fresh:
+            self._combined.refresh()
+        self._fresh = True
         return self._combined
 
     def _in_order(self, every: Combined, ids: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
@@ -538,37 +554,78 @@ class OrderedVictims:
 
 
 class Combined:
-    """The steps of one search's queues as one set of arrays: a step's id is its queue's offset plus
-    its place in the queue (so ids ascend by queue, then place), and a row's id its queue's row offset
-    plus its place among the queue's rows. Only what every round reads of every step is copied (keys,
-    nodes); units and freed amounts are read from the queues for the few steps a round takes."""
+    """The steps of one set of queues as one set of arrays, kept across the searches of an action: each
+    queue owns a segment of the step arrays and one of the row arrays, with room to spare, and only the
+    segments of queues whose steps or keys changed since are written again (`refresh`). A step's id is
+    its queue's offset plus its place in the queue (so ids ascend by queue, then place), and a row's id
+    its queue's row offset plus its place among the queue's rows; the spare ids of a segment are never
+    valid (`valid`), and the spare rows lie on no node (`NOWHERE`). Only what every round reads of
+    every step is kept here (keys, nodes); units and freed amounts are read from the queues for the few
+    steps a round takes."""
 
-    def __init__(self, queues: Sequence[QueueSteps], varying: Sequence[npt.NDArray[np.float64]], *, nodes: int) -> None:
+    def __init__(self, queues: Sequence[QueueSteps], *, nodes: int) -> None:
         self.queues = list(queues)
         self.nodes = nodes
-        counts = np.array([len(q.keys) for q in queues], dtype=np.int64)
-        rows = np.array([q.row_node.size for q in queues], dtype=np.int64)
-        self.size = int(counts.sum())
-        self.offset = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        self.row_offset = np.concatenate([[0], np.cumsum(rows)]).astype(np.int64)
-        self.queue_of = np.repeat(np.arange(len(queues), dtype=np.int64), counts)
+        self.offset = _segments([len(q.keys) for q in queues])
+        self.row_offset = _segments([q.row_node.size for q in queues])
+        self.size = int(self.offset[-1])
+        self.queue_of = np.repeat(np.arange(len(queues), dtype=np.int64), np.diff(self.offset))
         self.place = np.arange(self.size, dtype=np.int64) - self.offset[self.queue_of]
-        self.varying = np.concatenate([v[: len(q.keys)] for q, v in zip(queues, varying, strict=True)])
-        self.row_node = np.concatenate([q.row_node for q in queues])
-        # per step, how many rows it has and where they start among all rows (a queue's rows follow the
-        # previous queue's, each step's rows together and in step order); per row, its step
-        self.nrows = np.concatenate([q.nrows for q in queues])
-        ends = np.cumsum(self.nrows)
-        self.row_start = ends - self.nrows
-        self.row_step = np.repeat(np.arange(self.size, dtype=np.int64), self.nrows)
+        self.valid = np.zeros(self.size, dtype=np.bool_)  # a step of its queue (not a spare id)
+        self.varying = np.zeros(self.size)
+        # per step, how many rows it has and where they start among all rows (a queue's rows in its
+        # segment, each step's rows together and in step order); per row, its node and its step
+        self.nrows = np.zeros(self.size, dtype=np.int64)
+        self.row_start = np.zeros(self.size, dtype=np.int64)
+        self.row_node = np.full(int(self.row_offset[-1]), nodes, dtype=np.int64)  # NOWHERE: a spare row
+        self.row_step = np.zeros(int(self.row_offset[-1]), dtype=np.int64)
+        self._freeing: dict[tuple[int, ...], BoolVector] = {}
+        self._seen: list[tuple[int, int]] = [(-1, -1)] * len(queues)  # each segment's (version, keys_version)
+        self.refresh()
+
+    def fits(self, queues: Sequence[QueueSteps]) -> bool:
+        """Can these queues' steps (the same queue objects) be written into the segments?"""
+        if len(queues) != len(self.queues) or any(a is not b for a, b in zip(queues, self.queues, strict=True)):
+            return False
+        steps, rows = np.diff(self.offset), np.diff(self.row_offset)
+        return all(len(q.keys) <= steps[k] and q.row_node.size <= rows[k] for k, q in enumerate(queues))
+
+    def refresh(self) -> None:
+        """Write again the segments of the queues whose steps or keys changed since they were written."""
+        for k, q in enumerate(self.queues):
+            version, keys_version = self._seen[k]
+            if version != q.version:
+                self._write_steps(k, q)
+            if version != q.version or keys_version != q.keys_version:
+                a = int(self.offset[k])
+                self.varying[a : a + len(q.keys)] = q.victim_keys()[1][: len(q.keys)]
+            self._seen[k] = (q.version, q.keys_version)
+
+    def _write_steps(self, k: int, q: QueueSteps) -> None:
+        """Queue k's segments from its steps (the spare ids invalid, the spare rows nowhere)."""
+        a, b, n = int(self.offset[k]), int(self.offset[k + 1]), len(q.keys)
+        ra, rb, rows = int(self.row_offset[k]), int(self.row_offset[k + 1]), q.row_node.size
+        self.valid[a : a + n], self.valid[a + n : b] = True, False
+        self.nrows[a : a + n], self.nrows[a + n : b] = q.nrows, 0
+        self.row_start[a : a + n] = ra + q.row_start[:-1]
+        self.row_node[ra : ra + rows], self.row_node[ra + rows : rb] = q.row_node, self.nodes
+        self.row_step[ra : ra + rows] = a + q.row_step
+        for resources, mask in self._freeing.items():
+            mask[a : a + n], mask[a + n : b] = q.freeing(resources), False
 
     def freeing(self, resources: tuple[int, ...]) -> BoolVector:
-        """[steps]: frees some amount of one of these resources on some node."""
-        return np.concatenate([q.freeing(resources) for q in self.queues])
+        """[steps]: frees some amount of one of these resources on some node (kept, patched per segment)."""
+        known = self._freeing.get(resources)
+        if known is None:
+            known = self._freeing[resources] = np.zeros(self.size, dtype=np.bool_)
+            for k, q in enumerate(self.queues):
+                a = int(self.offset[k])
+                known[a : a + len(q.keys)] = q.freeing(resources)
+        return known
 
     def on(self, nodes: npt.NDArray[np.int64]) -> BoolVector:
         """[steps]: has a pod on one of these nodes."""
-        flag = np.zeros(self.nodes, dtype=np.bool_)
+        flag = np.zeros(self.nodes + 1, dtype=np.bool_)  # the last: NOWHERE
         flag[nodes] = True
         out = np.zeros(self.size, dtype=np.bool_)
         out[self.row_step[flag[self.row_node]]] = True
@@ -627,6 +684,12 @@ def _ranges(starts: npt.NDArray[np.int64], counts: npt.NDArray[np.int64], total:
     return np.repeat(starts, counts) + np.arange(total, dtype=np.int64) - np.repeat(ends - counts, counts)
 
 
+def _segments(counts: Sequence[int]) -> npt.NDArray[np.int64]:
+    """Where each of these segments starts, and the end [len + 1]: each gets room for a quarter more."""
+    sizes = [c + c // 4 + 16 for c in counts]
+    return np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).astype(np.int64)
+
+
 def _dense_ranks(values: Sequence[tuple[object, ...]]) -> list[int]:
     ordered = sorted(set(values))
     position = {v: i for i, v in enumerate(ordered)}
@@ -668,6 +731,7 @@ class VictimSteps:
         self.pool = pool
         self.by_queue = _shared(pool.session)  # every action of the session keeps the same steps
         self.ties: dict[tuple[int, ...], dict[int, int] | None] = {}  # tie orders are session constants
+        self.combined: dict[tuple[int, ...], Combined] = {}  # per set of queues, kept across searches
 
     def ordered(self, queues: Sequence[int], *, below_priority: int | None = None) -> OrderedVictims | None:
         """The victims of these leaf queues in the victim order, or None where the order must be walked
@@ -694,4 +758,9 @@ class VictimSteps:
                 known = self.by_queue[q] = QueueSteps(self.pool, q)
             known.sync()
             steps.append(known)
-        return OrderedVictims(session, steps, below_priority=below_priority, ties=[rank[q] for q in queues])
+        combined = self.combined.get(key)
+        if combined is None or not combined.fits(steps):
+            combined = self.combined[key] = Combined(steps, nodes=session.snapshot.nodes.count)
+        return OrderedVictims(
+            session, steps, below_priority=below_priority, ties=[rank[q] for q in queues], combined=combined
+        )
