@@ -566,8 +566,10 @@ class Combined:
     def __init__(self, queues: Sequence[QueueSteps], *, nodes: int) -> None:
         self.queues = list(queues)
         self.nodes = nodes
-        self.offset = _segments([len(q.keys) for q in queues])
-        self.row_offset = _segments([q.row_node.size for q in queues])
+        # each queue's room (steps, rows): what it has now and a quarter more to grow into
+        self.room = [(_roomy(len(q.keys)), _roomy(q.row_node.size)) for q in queues]
+        self.offset = _segments([steps for steps, _ in self.room])
+        self.row_offset = _segments([rows for _, rows in self.room])
         self.size = int(self.offset[-1])
         self.queue_of = np.repeat(np.arange(len(queues), dtype=np.int64), np.diff(self.offset))
         self.place = np.arange(self.size, dtype=np.int64) - self.offset[self.queue_of]
@@ -579,6 +581,9 @@ class Combined:
         self.row_start = np.zeros(self.size, dtype=np.int64)
         self.row_node = np.full(int(self.row_offset[-1]), nodes, dtype=np.int64)  # NOWHERE: a spare row
         self.row_step = np.zeros(int(self.row_offset[-1]), dtype=np.int64)
+        # what the walk reads only for the steps a round takes, kept too: one read instead of one per queue
+        self.unit = np.empty(self.size, dtype=object)
+        self.row_frees = np.zeros((int(self.row_offset[-1]), queues[0].row_frees.shape[1] if queues else 0))
         self._freeing: dict[tuple[int, ...], BoolVector] = {}
         self._seen: list[tuple[int, int]] = [(-1, -1)] * len(queues)  # each segment's (version, keys_version)
         self.refresh()
@@ -587,8 +592,8 @@ class Combined:
         """Can these queues' steps (the same queue objects) be written into the segments?"""
         if len(queues) != len(self.queues) or any(a is not b for a, b in zip(queues, self.queues, strict=True)):
             return False
-        steps, rows = np.diff(self.offset), np.diff(self.row_offset)
-        return all(len(q.keys) <= steps[k] and q.row_node.size <= rows[k] for k, q in enumerate(queues))
+        room = zip(queues, self.room, strict=True)
+        return all(len(q.keys) <= steps and q.row_node.size <= rows for q, (steps, rows) in room)
 
     def refresh(self) -> None:
         """Write again the segments of the queues whose steps or keys changed since they were written."""
@@ -610,6 +615,8 @@ class Combined:
         self.row_start[a : a + n] = ra + q.row_start[:-1]
         self.row_node[ra : ra + rows], self.row_node[ra + rows : rb] = q.row_node, self.nodes
         self.row_step[ra : ra + rows] = a + q.row_step
+        self.unit[a : a + n] = q.units
+        self.row_frees[ra : ra + rows] = q.row_frees
         for resources, mask in self._freeing.items():
             mask[a : a + n], mask[a + n : b] = q.freeing(resources), False
 
@@ -640,21 +647,11 @@ class Combined:
 
     def frees(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
         """What these rows free [rows, R]."""
-        queue = np.searchsorted(self.row_offset, rows, side="right") - 1
-        out = np.empty((rows.size, self.queues[0].row_frees.shape[1] if self.queues else 0))
-        for k in np.unique(queue).tolist():
-            chosen = queue == k
-            out[chosen] = self.queues[k].row_frees[rows[chosen] - self.row_offset[k]]
-        return out
+        return self.row_frees[rows]
 
     def units(self, ids: npt.NDArray[np.int64]) -> list[VictimUnit]:
         """The units of these steps, in this order."""
-        out = np.empty(ids.size, dtype=object)
-        queue = self.queue_of[ids]
-        for k in np.unique(queue).tolist():
-            chosen = queue == k
-            out[chosen] = self.queues[k].units[self.place[ids[chosen]]]
-        units: list[VictimUnit] = out.tolist()
+        units: list[VictimUnit] = self.unit[ids].tolist()
         return units
 
 
@@ -684,9 +681,13 @@ def _ranges(starts: npt.NDArray[np.int64], counts: npt.NDArray[np.int64], total:
     return np.repeat(starts, counts) + np.arange(total, dtype=np.int64) - np.repeat(ends - counts, counts)
 
 
-def _segments(counts: Sequence[int]) -> npt.NDArray[np.int64]:
-    """Where each of these segments starts, and the end [len + 1]: each gets room for a quarter more."""
-    sizes = [c + c // 4 + 16 for c in counts]
+def _roomy(count: int) -> int:
+    """The size of a segment for `count` steps (or rows): room for a quarter more, at least 16 more."""
+    return count + count // 4 + 16
+
+
+def _segments(sizes: Sequence[int]) -> npt.NDArray[np.int64]:
+    """Where segments of these sizes start one after another, and the end [len + 1]."""
     return np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).astype(np.int64)
 
 
