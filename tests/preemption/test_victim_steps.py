@@ -11,6 +11,7 @@ import dataclasses
 import gc
 import weakref
 
+import numpy as np
 import pytest
 from benchmarks.clusters import reclaim_cluster
 
@@ -99,10 +100,13 @@ def test_steps_kept_in_step_are_the_steps_built_afresh(spec: dict[str, int], mon
         sync(self)
         fresh = victim_steps.QueueSteps(self.pool, self.queue)
         sync(fresh)
-        assert list(fresh.units) == list(self.units)
-        assert fresh.holds.tolist() == self.holds.tolist() and fresh.nrows.tolist() == self.nrows.tolist()
-        assert fresh.row_node.tolist() == self.row_node.tolist()
-        assert fresh.row_frees.tolist() == self.row_frees.tolist()
+        assert fresh.alive.all()
+        assert _live(fresh) == _live(self)
+        # a dead step (removed in place) holds nothing and has its rows on no node
+        dead = ~self.alive
+        assert not self.holds[dead].any()
+        assert set(self.row_node[np.repeat(dead, self.nrows)].tolist()) <= {self.nowhere}
+        assert (np.cumsum(self.holds, axis=0)[self.alive].tolist()) == np.cumsum(fresh.holds, axis=0).tolist()
         session = self.pool.session
         for job in self.jobs:  # each kept plan is the plan made now from scratch
             alone = victims._plan(session, job) if victims.is_candidate(session, job) else ()
@@ -112,6 +116,66 @@ def test_steps_kept_in_step_are_the_steps_built_afresh(spec: dict[str, int], mon
     monkeypatch.setattr(victim_steps.QueueSteps, "sync", checked_sync)
     assert run_cycle(_snapshot(spec), SchedulerConfig()).evictions
     assert len(checked) > len(set(checked)) > 1  # several queues, each kept in step more than once
+
+
+def _live(steps: victim_steps.QueueSteps) -> tuple[object, ...]:
+    """The live steps' units, holdings, and rows (nodes, freed amounts)."""
+    alive, rows = steps.alive, np.repeat(steps.alive, steps.nrows)
+    return (
+        list(steps.units[alive]),
+        steps.holds[alive].tolist(),
+        steps.nrows[alive].tolist(),
+        steps.row_node[rows].tolist(),
+        steps.row_frees[rows].tolist(),
+    )
+
+
+@pytest.mark.parametrize("spec", CLUSTERS[:3], ids=lambda s: f"{s['nodes']}n-{s['queues']}q")
+def test_combined_arrays_kept_in_step_are_the_arrays_built_afresh(
+    spec: dict[str, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After every refresh during a whole cycle (segments patched for removed steps, or written again), the
+    walk's combined arrays hold what arrays built afresh from the same queues hold: per queue the same
+    live steps with the same keys, units and rows, the same steps freeing each resource, and no row of a
+    dead or spare step on any node."""
+    checked = []
+    building: list[bool] = []
+    refresh = victim_steps.Combined.refresh
+
+    def checked_refresh(self: victim_steps.Combined) -> None:
+        refresh(self)
+        if building:
+            return  # the arrays built afresh
+        building.append(True)
+        fresh = victim_steps.Combined(self.queues, nodes=self.nodes)
+        building.pop()
+        everywhere = np.arange(self.nodes, dtype=np.int64)
+        assert self.on(everywhere).tolist() == self.valid.tolist()
+        for k in range(len(self.queues)):
+            mine, theirs = _segment(self, k), _segment(fresh, k)
+            assert mine == theirs
+            for resources in list(self._freeing):
+                a, b = int(self.offset[k]), int(fresh.offset[k])
+                size = len(self.queues[k].keys)
+                assert self.freeing(resources)[a : a + size].tolist() == fresh.freeing(resources)[b : b + size].tolist()
+        checked.append(len(self.queues))
+
+    monkeypatch.setattr(victim_steps.Combined, "refresh", checked_refresh)
+    assert run_cycle(_snapshot(spec), SchedulerConfig()).evictions
+    assert len(checked) > 1 and max(checked) > 1
+
+
+def _segment(every: victim_steps.Combined, k: int) -> tuple[object, ...]:
+    """Queue k's valid steps in the combined arrays: their places, keys, units and rows."""
+    ids = np.flatnonzero(every.valid[every.offset[k] : every.offset[k + 1]]) + every.offset[k]
+    _, rows = every.step_rows(ids)
+    return (
+        every.place[ids].tolist(),
+        every.varying[ids].tolist(),
+        every.units(ids),
+        every.row_node[rows].tolist(),
+        every.frees(rows).tolist(),
+    )
 
 
 def _content(step: victims.PlanStep) -> tuple[object, ...]:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import itertools
 import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -80,7 +81,10 @@ class QueueSteps:
     """One leaf queue's victim steps in the queue's own victim order, kept in step with the pool.
 
     Steps are arrays in order (units, what the job holds, rows per step and the rows' nodes and frees);
-    a sync applies the changed jobs' removals and insertions in one pass.
+    a sync applies the changed jobs' removals and insertions in one pass. A sync that only removes
+    steps (most do: evicted jobs, jobs that lost the head of their plan) leaves them in place, dead
+    (`alive`): holding nothing, their rows on no node (`nowhere`), freeing nothing, so that no array
+    is rebuilt and every other step keeps its place; the next insertion rebuilds the arrays without them.
     """
 
     def __init__(self, pool: VictimPool, queue: int) -> None:
@@ -102,11 +106,15 @@ class QueueSteps:
         self.nrows = np.zeros(0, dtype=np.int64)
         self.row_node = np.zeros(0, dtype=np.int64)
         self.row_frees = np.zeros((0, resources))
+        self.alive = np.zeros(0, dtype=np.bool_)  # not removed since the arrays were last rebuilt
+        self.nowhere = pool.session.snapshot.nodes.count  # the node of a dead step's rows
         self._starts: npt.NDArray[np.int64] | None = None
         self._keys: tuple[tuple[float, float, float], Keys, npt.NDArray[np.float64]] | None = None
         self._row_step: npt.NDArray[np.int64] | None = None  # derived from the steps, dropped when they change
         self._freeing: dict[tuple[int, ...], BoolVector] = {}
         self.version = 0  # bumped whenever the steps change (`Combined` patches a queue's segment by it)
+        self.rebuilt = 0  # the version at which the arrays were last rebuilt
+        self.drops: list[tuple[int, npt.NDArray[np.int64]]] = []  # since: (version, the places it removed)
         self.keys_version = 0  # bumped whenever the victim keys are computed again
 
     @property
@@ -126,9 +134,12 @@ class QueueSteps:
             self._starts = np.concatenate([[0], np.cumsum(self.nrows)]).astype(np.int64)
         return self._starts
 
-    def _changed(self) -> None:
+    def _rebuilt(self) -> None:
+        """The arrays were rebuilt: every derived array is made again when next read."""
         self._starts = self._keys = self._row_step = None
         self.version += 1
+        self.rebuilt = self.version
+        self.drops = []
         self._freeing = {}
 
     @property
@@ -144,6 +155,7 @@ class QueueSteps:
         if known is None:
             known = self._freeing[resources] = np.zeros(len(self.nrows), dtype=np.bool_)
             known[self.row_step[np.any(self.row_frees[:, list(resources)] > 0.0, axis=1)]] = True
+            known &= self.alive
         return known
 
     def step_rows(self, steps: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
@@ -211,36 +223,49 @@ class QueueSteps:
             self._drop(removed)
 
     def _drop(self, removed: list[tuple[object, ...]]) -> None:
-        """Take out the steps keyed `removed` (the others keep their order)."""
-        keep = np.ones(len(self.keys), dtype=np.bool_)
-        gone = sorted(bisect.bisect_left(self.keys, k) for k in removed)
-        keep[gone] = False
-        for p in reversed(gone):
-            del self.keys[p], self.priority[p]
-        rows = np.repeat(keep, self.nrows)
-        self.units, self.holds, self.nrows = self.units[keep], self.holds[keep], self.nrows[keep]
-        self.row_node, self.row_frees = self.row_node[rows], self.row_frees[rows]
-        freeing = {resources: mask[keep] for resources, mask in self._freeing.items()}
-        self._changed()
-        self._freeing = freeing
+        """Take out the steps keyed `removed`: they stay in place, dead (see the class docstring), so each
+        array changes only at their places."""
+        gone = np.array(sorted(self._place(k) for k in removed), dtype=np.int64)
+        self.alive[gone] = False
+        self.holds[gone] = 0.0
+        counts = self.nrows[gone]
+        self.row_node[_ranges(self.row_start[gone], counts, int(counts.sum()))] = self.nowhere
+        for mask in self._freeing.values():
+            mask[gone] = False
+        self._keys = None
+        self.version += 1
+        self.drops.append((self.version, gone))
+
+    def _place(self, key: tuple[object, ...]) -> int:
+        """The place of the live step keyed `key` (a dead step may have had the same key)."""
+        at = bisect.bisect_left(self.keys, key)
+        while not self.alive[at]:
+            at += 1
+        assert self.keys[at] == key, "a removed step is a live step"
+        return at
 
     def _update(self, removed: list[tuple[object, ...]], added: list[tuple[tuple[object, ...], PlanStep, Job]]) -> None:
         """Take out the steps keyed `removed` and put in the `added` ones (sorted by key) where their keys
         go, each array rebuilt once: an added step goes before the kept step its key comes before."""
         old = len(self.keys)
-        keep = np.ones(old, dtype=np.bool_)
-        gone = sorted(bisect.bisect_left(self.keys, k) for k in removed)
-        keep[gone] = False
-        for p in reversed(gone):
-            del self.keys[p], self.priority[p]
+        keep = self.alive.copy()
+        keep[[self._place(k) for k in removed]] = False
+        kept_list = keep.tolist()
+        self.keys = list(itertools.compress(self.keys, kept_list))
+        self.priority = list(itertools.compress(self.priority, kept_list))
         at = [bisect.bisect_left(self.keys, key) for key, _, _ in added]  # among the kept steps
         for k in reversed(range(len(added))):
             key, _, job = added[k]
             self.keys.insert(at[k], key)
             self.priority.insert(at[k], job.priority)
+        # where each step goes: a kept step after the added steps that go before it (`at` ascends), an
+        # added step after the kept steps before it and the added steps before it
         kept = np.flatnonzero(keep)
-        slot = np.concatenate([2 * np.arange(kept.size, dtype=np.int64) + 1, 2 * np.asarray(at, dtype=np.int64)])
-        src = np.concatenate([kept, old + np.arange(len(added), dtype=np.int64)])[np.argsort(slot, kind="stable")]
+        before = np.asarray(at, dtype=np.int64)
+        new = np.arange(len(added), dtype=np.int64)
+        src = np.empty(kept.size + new.size, dtype=np.int64)
+        src[np.arange(kept.size) + np.searchsorted(before, np.arange(kept.size), side="right")] = kept
+        src[before + new] = old + new
         units = np.empty(len(added), dtype=object)
         nodes: list[int] = []
         for k, (_, step, _) in enumerate(added):
@@ -258,7 +283,8 @@ class QueueSteps:
         row_src = _ranges(starts, self.nrows, int(self.nrows.sum()))
         self.row_node = np.concatenate([self.row_node, np.asarray(nodes, dtype=np.int64)])[row_src]
         self.row_frees = np.concatenate([self.row_frees, frees])[row_src]
-        self._changed()
+        self.alive = np.ones(len(self.keys), dtype=np.bool_)
+        self._rebuilt()
 
     def victim_keys(self) -> Keys:
         """The queue's key at every step (`QueueOrderPolicy.victim_keys`): what the queue holds now,
@@ -410,14 +436,16 @@ class OrderedVictims:
     def blocks(self) -> Iterator[StepBlock]:
         """Every step in the victim order: first the queue the allocation order puts last, and so on."""
         count = len(self.queues)
-        at = [0] * count
+        live = [np.flatnonzero(q.alive[:limit]) for q, limit in zip(self.queues, self.limit, strict=True)]
+        at = [0] * count  # per queue, how many of its live steps were taken
         size = FIRST_BLOCK
         while True:
-            picks = [np.arange(at[q], min(self.limit[q], at[q] + size), dtype=np.int64) for q in range(count)]
+            picks = [live[q][at[q] : at[q] + size] for q in range(count)]
             queue_of, index = self.merge(picks, size)
             if not index.size:
                 return
-            _advance(at, queue_of, index)
+            for q in range(count):
+                at[q] += int(np.count_nonzero(queue_of == q))
             yield self.block(queue_of, index)
             size = min(LARGEST_BLOCK, size * 2)
 
@@ -596,11 +624,17 @@ class Combined:
         return all(len(q.keys) <= steps and q.row_node.size <= rows for q, (steps, rows) in room)
 
     def refresh(self) -> None:
-        """Write again the segments of the queues whose steps or keys changed since they were written."""
+        """Bring up to date the segments of the queues whose steps or keys changed since they were written:
+        only the removed steps where the queue only removed steps since (`QueueSteps.drops`)."""
         for k, q in enumerate(self.queues):
             version, keys_version = self._seen[k]
             if version != q.version:
-                self._write_steps(k, q)
+                if version >= q.rebuilt:
+                    for at, gone in q.drops:
+                        if at > version:
+                            self._drop_steps(k, q, gone)
+                else:
+                    self._write_steps(k, q)
             if version != q.version or keys_version != q.keys_version:
                 a = int(self.offset[k])
                 self.varying[a : a + len(q.keys)] = q.victim_keys()[1][: len(q.keys)]
@@ -610,7 +644,7 @@ class Combined:
         """Queue k's segments from its steps (the spare ids invalid, the spare rows nowhere)."""
         a, b, n = int(self.offset[k]), int(self.offset[k + 1]), len(q.keys)
         ra, rb, rows = int(self.row_offset[k]), int(self.row_offset[k + 1]), q.row_node.size
-        self.valid[a : a + n], self.valid[a + n : b] = True, False
+        self.valid[a : a + n], self.valid[a + n : b] = q.alive, False
         self.nrows[a : a + n], self.nrows[a + n : b] = q.nrows, 0
         self.row_start[a : a + n] = ra + q.row_start[:-1]
         self.row_node[ra : ra + rows], self.row_node[ra + rows : rb] = q.row_node, self.nodes
@@ -619,6 +653,15 @@ class Combined:
         self.row_frees[ra : ra + rows] = q.row_frees
         for resources, mask in self._freeing.items():
             mask[a : a + n], mask[a + n : b] = q.freeing(resources), False
+
+    def _drop_steps(self, k: int, q: QueueSteps, gone: npt.NDArray[np.int64]) -> None:
+        """Queue k removed these steps (places): as the queue does, they stay, dead (`QueueSteps._drop`)."""
+        a, ra = int(self.offset[k]), int(self.row_offset[k])
+        self.valid[a + gone] = False
+        counts = q.nrows[gone]
+        self.row_node[ra + _ranges(q.row_start[gone], counts, int(counts.sum()))] = self.nodes
+        for mask in self._freeing.values():
+            mask[a + gone] = False
 
     def freeing(self, resources: tuple[int, ...]) -> BoolVector:
         """[steps]: frees some amount of one of these resources on some node (kept, patched per segment)."""
@@ -653,14 +696,6 @@ class Combined:
         """The units of these steps, in this order."""
         units: list[VictimUnit] = self.unit[ids].tolist()
         return units
-
-
-def _advance(at: list[int], queue_of: npt.NDArray[np.int64], index: npt.NDArray[np.int64]) -> None:
-    """Move each queue's cursor past its steps among these."""
-    for q in range(len(at)):
-        taken = index[queue_of == q]
-        if taken.size:
-            at[q] = int(taken[-1]) + 1
 
 
 def _lost_head(old: tuple[PlanStep, ...] | None, plan: tuple[PlanStep, ...]) -> int | None:
