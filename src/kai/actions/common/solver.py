@@ -266,11 +266,8 @@ class _Scan:
         self.victim_tasks = 0
         # resources every preemptor pod asks for, with the smallest amount asked: a node that stays short
         # of one of them holds no preemptor pod whatever was freed on it
-        self.asked_by_all = [
-            (r, float(self.shapes[:, r].min()))
-            for r in range(self.shapes.shape[1])
-            if bool(np.all(self.shapes[:, r] > EPS))
-        ]
+        least = self.shapes.min(axis=0)
+        self.asked_by_all = [(r, float(least[r])) for r in np.flatnonzero(least > EPS).tolist()]
 
     def take(self, unit: VictimUnit, nodes: Sequence[int]) -> None:
         self.row_unit.append(np.full(len(nodes), len(self.taken), dtype=np.int64))
@@ -353,8 +350,11 @@ class _Scan:
         # each node's freed room after each of its rows, summed in order from what it had freed before
         by_node = np.lexsort((np.arange(rows.size), row_node))
         nodes_sorted = row_node[by_node]
-        first = np.flatnonzero(np.r_[True, nodes_sorted[1:] != nodes_sorted[:-1]])
-        group = np.cumsum(np.r_[False, nodes_sorted[1:] != nodes_sorted[:-1]])
+        starts = np.empty(rows.size, dtype=np.bool_)  # a node's first row (rows sorted by node)
+        starts[0] = True
+        np.not_equal(nodes_sorted[1:], nodes_sorted[:-1], out=starts[1:])
+        first = np.flatnonzero(starts)
+        group = np.cumsum(starts) - 1
         place = np.arange(rows.size) - first[group]
         pad = np.zeros((first.size, int(place.max()) + 2, frees.shape[1]))
         pad[:, 0] = self.freed[nodes_sorted[first]]
@@ -364,7 +364,9 @@ class _Scan:
         after[by_node] = after_sorted
         cap_after = np.where(mask[None, row_node], _capacity(self.base[row_node] + after, self.shapes), 0.0)
         previous = np.empty_like(by_node)
-        previous[by_node] = np.where(place == 0, -1, np.r_[-1, by_node[:-1]])
+        shifted = np.empty_like(by_node)  # the row before in node order
+        shifted[0], shifted[1:] = -1, by_node[:-1]
+        previous[by_node] = np.where(place == 0, -1, shifted)
         cap_before = np.where(previous[None, :] >= 0, cap_after[:, np.maximum(previous, 0)], self.cap[:, row_node])
         grew_row = np.any(cap_after > cap_before, axis=0)
         increments = cap_after - cap_before
@@ -386,7 +388,8 @@ class _Scan:
         self.row_node.append(row_node[upto])
         # per node, its last row among those taken
         sel = np.flatnonzero(upto[by_node])
-        ends = np.r_[group[sel][1:] != group[sel][:-1], True] if sel.size else np.zeros(0, dtype=np.bool_)
+        ends = np.ones(sel.size, dtype=np.bool_)  # a node's last taken row
+        np.not_equal(group[sel][1:], group[sel][:-1], out=ends[:-1])
         final = by_node[sel[ends]]
         self.freed[row_node[final]] = after[final]
         self.cap[:, row_node[final]] = cap_after[:, final]
