@@ -102,10 +102,11 @@ def test_steps_kept_in_step_are_the_steps_built_afresh(spec: dict[str, int], mon
         sync(fresh)
         assert fresh.alive.all()
         assert _live(fresh) == _live(self)
-        # a dead step (removed in place) holds nothing and has its rows on no node
-        dead = ~self.alive
-        assert not self.holds[dead].any()
-        assert set(self.row_node[np.repeat(dead, self.nrows)].tolist()) <= {self.nowhere}
+        # a dead step (removed in place) holds nothing, and no row but the live steps' is on a node
+        assert not self.holds[~self.alive].any()
+        used = np.zeros(self.row_node.size, dtype=np.bool_)
+        used[self.step_rows(np.flatnonzero(self.alive))[1]] = True
+        assert set(self.row_node[~used].tolist()) <= {self.nowhere}
         assert (np.cumsum(self.holds, axis=0)[self.alive].tolist()) == np.cumsum(fresh.holds, axis=0).tolist()
         session = self.pool.session
         for job in self.jobs:  # each kept plan is the plan made now from scratch
@@ -120,7 +121,8 @@ def test_steps_kept_in_step_are_the_steps_built_afresh(spec: dict[str, int], mon
 
 def _live(steps: victim_steps.QueueSteps) -> tuple[object, ...]:
     """The live steps' units, holdings, and rows (nodes, freed amounts)."""
-    alive, rows = steps.alive, np.repeat(steps.alive, steps.nrows)
+    alive = np.flatnonzero(steps.alive)
+    rows = steps.step_rows(alive)[1]
     return (
         list(steps.units[alive]),
         steps.holds[alive].tolist(),

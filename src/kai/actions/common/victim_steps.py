@@ -81,10 +81,13 @@ class QueueSteps:
     """One leaf queue's victim steps in the queue's own victim order, kept in step with the pool.
 
     Steps are arrays in order (units, what the job holds, rows per step and the rows' nodes and frees);
-    a sync applies the changed jobs' removals and insertions in one pass. A sync that only removes
-    steps (most do: evicted jobs, jobs that lost the head of their plan) leaves them in place, dead
-    (`alive`): holding nothing, their rows on no node (`nowhere`), freeing nothing, so that no array
-    is rebuilt and every other step keeps its place; the next insertion rebuilds the arrays without them.
+    a sync applies the changed jobs' removals and insertions in one pass. Removed steps (evicted jobs,
+    jobs that lost the head of their plan) stay in place, dead (`alive`): holding nothing, their rows
+    on no node (`nowhere`), freeing nothing, so that no array is rebuilt and every other step keeps its
+    place. An added step takes the place of a dead step where its key goes, if there is one with room
+    for its rows (a job re-ranked after losing pods mostly takes the place of its own removed steps);
+    otherwise the arrays are rebuilt, without the dead steps. Each step keeps the rows it was built
+    with (`reserved`), of which it uses the first `nrows`; the others are on no node and free nothing.
     """
 
     def __init__(self, pool: VictimPool, queue: int) -> None:
@@ -104,6 +107,7 @@ class QueueSteps:
         self.units = np.empty(0, dtype=object)
         self.holds = np.zeros((0, 3))
         self.nrows = np.zeros(0, dtype=np.int64)
+        self.reserved = np.zeros(0, dtype=np.int64)  # each step's rows, its nrows first
         self.row_node = np.zeros(0, dtype=np.int64)
         self.row_frees = np.zeros((0, resources))
         self.alive = np.zeros(0, dtype=np.bool_)  # not removed since the arrays were last rebuilt
@@ -114,7 +118,7 @@ class QueueSteps:
         self._freeing: dict[tuple[int, ...], BoolVector] = {}
         self.version = 0  # bumped whenever the steps change (`Combined` patches a queue's segment by it)
         self.rebuilt = 0  # the version at which the arrays were last rebuilt
-        self.drops: list[tuple[int, npt.NDArray[np.int64]]] = []  # since: (version, the places it removed)
+        self.patched: list[tuple[int, npt.NDArray[np.int64]]] = []  # since: (version, the places it changed)
         self.keys_version = 0  # bumped whenever the victim keys are computed again
 
     @property
@@ -131,7 +135,7 @@ class QueueSteps:
     def row_start(self) -> npt.NDArray[np.int64]:
         """[S + 1]: where each step's rows start."""
         if self._starts is None:
-            self._starts = np.concatenate([[0], np.cumsum(self.nrows)]).astype(np.int64)
+            self._starts = np.concatenate([[0], np.cumsum(self.reserved)]).astype(np.int64)
         return self._starts
 
     def _rebuilt(self) -> None:
@@ -139,14 +143,14 @@ class QueueSteps:
         self._starts = self._keys = self._row_step = None
         self.version += 1
         self.rebuilt = self.version
-        self.drops = []
+        self.patched = []
         self._freeing = {}
 
     @property
     def row_step(self) -> npt.NDArray[np.int64]:
         """[rows]: each row's step."""
         if self._row_step is None:
-            self._row_step = np.repeat(np.arange(len(self.nrows), dtype=np.int64), self.nrows)
+            self._row_step = np.repeat(np.arange(len(self.nrows), dtype=np.int64), self.reserved)
         return self._row_step
 
     def freeing(self, resources: tuple[int, ...]) -> BoolVector:
@@ -217,10 +221,10 @@ class QueueSteps:
             removed += [key for key in old_keys if key not in kept]
             if keys:
                 self.keys_of[job.index] = keys
-        if added:
-            self._update(removed, sorted(added, key=lambda a: a[0]))
-        elif removed:
+        if removed:
             self._drop(removed)
+        if added:
+            self._insert(sorted(added, key=lambda a: a[0]))
 
     def _drop(self, removed: list[tuple[object, ...]]) -> None:
         """Take out the steps keyed `removed`: they stay in place, dead (see the class docstring), so each
@@ -232,9 +236,46 @@ class QueueSteps:
         self.row_node[_ranges(self.row_start[gone], counts, int(counts.sum()))] = self.nowhere
         for mask in self._freeing.values():
             mask[gone] = False
+        self._patched(gone)
+
+    def _patched(self, places: npt.NDArray[np.int64]) -> None:
+        """These places changed in place: the keys are computed again, `Combined` rewrites just them."""
         self._keys = None
         self.version += 1
-        self.drops.append((self.version, gone))
+        self.patched.append((self.version, places))
+
+    def _insert(self, added: list[tuple[tuple[object, ...], PlanStep, Job]]) -> None:
+        """Put in the `added` steps (sorted by key): each in the place of a dead step where its key goes
+        (keeping every key in order), while there is one with room for its rows; the rest by a rebuild."""
+        places: list[int] = []
+        for k, (key, step, job) in enumerate(added):
+            at = self._free_place(key, len(step.nodes))
+            if at is None:
+                self._update([], added[k:])  # the steps placed so far are kept like any other
+                return
+            self._fill(at, key, step, job)
+            places.append(at)
+        self._patched(np.array(places, dtype=np.int64))
+
+    def _free_place(self, key: tuple[object, ...], rows: int) -> int | None:
+        """A dead step's place that `key` can take with every key staying in order (the place where
+        bisection puts it, or the one before), with room for this many rows; None if neither is."""
+        at = bisect.bisect_left(self.keys, key)  # keys[at - 1] < key <= keys[at]
+        for place in (at, at - 1):
+            if 0 <= place < len(self.keys) and not self.alive[place] and self.reserved[place] >= rows:
+                return place
+        return None
+
+    def _fill(self, at: int, key: tuple[object, ...], step: PlanStep, job: Job) -> None:
+        """Write a step into a dead step's place: its first rows hold the step's, the others none."""
+        self.keys[at], self.priority[at] = key, job.priority
+        self.units[at], self.holds[at], self.alive[at] = step.unit, step.holds, True
+        start, count, room = int(self.row_start[at]), len(step.nodes), int(self.reserved[at])
+        self.nrows[at] = count
+        self.row_node[start : start + count], self.row_node[start + count : start + room] = step.nodes, self.nowhere
+        self.row_frees[start : start + count], self.row_frees[start + count : start + room] = step.frees, 0.0
+        for resources, mask in self._freeing.items():
+            mask[at] = bool(np.any(step.frees[:, list(resources)] > 0.0))
 
     def _place(self, key: tuple[object, ...]) -> int:
         """The place of the live step keyed `key` (a dead step may have had the same key)."""
@@ -284,6 +325,7 @@ class QueueSteps:
         self.row_node = np.concatenate([self.row_node, np.asarray(nodes, dtype=np.int64)])[row_src]
         self.row_frees = np.concatenate([self.row_frees, frees])[row_src]
         self.alive = np.ones(len(self.keys), dtype=np.bool_)
+        self.reserved = self.nrows.copy()
         self._rebuilt()
 
     def victim_keys(self) -> Keys:
@@ -625,14 +667,14 @@ class Combined:
 
     def refresh(self) -> None:
         """Bring up to date the segments of the queues whose steps or keys changed since they were written:
-        only the removed steps where the queue only removed steps since (`QueueSteps.drops`)."""
+        only the steps the queue changed in place, where it was not rebuilt since (`QueueSteps.patched`)."""
         for k, q in enumerate(self.queues):
             version, keys_version = self._seen[k]
             if version != q.version:
                 if version >= q.rebuilt:
-                    for at, gone in q.drops:
+                    for at, places in q.patched:
                         if at > version:
-                            self._drop_steps(k, q, gone)
+                            self._patch(k, q, places)
                 else:
                     self._write_steps(k, q)
             if version != q.version or keys_version != q.keys_version:
@@ -654,14 +696,16 @@ class Combined:
         for resources, mask in self._freeing.items():
             mask[a : a + n], mask[a + n : b] = q.freeing(resources), False
 
-    def _drop_steps(self, k: int, q: QueueSteps, gone: npt.NDArray[np.int64]) -> None:
-        """Queue k removed these steps (places): as the queue does, they stay, dead (`QueueSteps._drop`)."""
+    def _patch(self, k: int, q: QueueSteps, places: npt.NDArray[np.int64]) -> None:
+        """Queue k changed these steps in place (removed or written anew): copy them and their rows."""
         a, ra = int(self.offset[k]), int(self.row_offset[k])
-        self.valid[a + gone] = False
-        counts = q.nrows[gone]
-        self.row_node[ra + _ranges(q.row_start[gone], counts, int(counts.sum()))] = self.nodes
-        for mask in self._freeing.values():
-            mask[a + gone] = False
+        ids = a + places
+        self.valid[ids], self.unit[ids], self.nrows[ids] = q.alive[places], q.units[places], q.nrows[places]
+        counts = q.reserved[places]
+        rows = _ranges(q.row_start[places], counts, int(counts.sum()))
+        self.row_node[ra + rows], self.row_frees[ra + rows] = q.row_node[rows], q.row_frees[rows]
+        for resources, mask in self._freeing.items():
+            mask[ids] = q.freeing(resources)[places]
 
     def freeing(self, resources: tuple[int, ...]) -> BoolVector:
         """[steps]: frees some amount of one of these resources on some node (kept, patched per segment)."""
