@@ -655,7 +655,9 @@ class Combined:
         self.unit = np.empty(self.size, dtype=object)
         self.row_frees = np.zeros((int(self.row_offset[-1]), queues[0].row_frees.shape[1] if queues else 0))
         self._freeing: dict[tuple[int, ...], BoolVector] = {}
-        self._seen: list[tuple[int, int]] = [(-1, -1)] * len(queues)  # each segment's (version, keys_version)
+        # per segment, the queue's version and keys_version it was written at, and how many of the queue's
+        # patches it holds
+        self._seen: list[tuple[int, int, int]] = [(-1, -1, 0)] * len(queues)
         self.refresh()
 
     def fits(self, queues: Sequence[QueueSteps]) -> bool:
@@ -669,18 +671,16 @@ class Combined:
         """Bring up to date the segments of the queues whose steps or keys changed since they were written:
         only the steps the queue changed in place, where it was not rebuilt since (`QueueSteps.patched`)."""
         for k, q in enumerate(self.queues):
-            version, keys_version = self._seen[k]
+            version, keys_version, consumed = self._seen[k]
             if version != q.version:
-                if version >= q.rebuilt:
-                    for at, places in q.patched:
-                        if at > version:
-                            self._patch(k, q, places)
+                if version >= q.rebuilt:  # the patches from `consumed` on are those made since
+                    self._patch(k, q, np.unique(np.concatenate([places for _, places in q.patched[consumed:]])))
                 else:
                     self._write_steps(k, q)
             if version != q.version or keys_version != q.keys_version:
                 a = int(self.offset[k])
                 self.varying[a : a + len(q.keys)] = q.victim_keys()[1][: len(q.keys)]
-            self._seen[k] = (q.version, q.keys_version)
+            self._seen[k] = (q.version, q.keys_version, len(q.patched))
 
     def _write_steps(self, k: int, q: QueueSteps) -> None:
         """Queue k's segments from its steps (the spare ids invalid, the spare rows nowhere)."""
