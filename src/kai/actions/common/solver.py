@@ -341,14 +341,14 @@ class _Scan:
         mask = self.mask
         count = len(steps.units)
         kept = np.zeros(count, dtype=np.bool_)
-        np.logical_or.at(kept, steps.row_step, mask[steps.row_node])
+        kept[steps.row_step[mask[steps.row_node]]] = True
         rows = np.flatnonzero(kept[steps.row_step])
         if not rows.size:
             return None
         frees = steps.row_frees[rows]
         row_step, row_node = steps.row_step[rows], steps.row_node[rows]
         # each node's freed room after each of its rows, summed in order from what it had freed before
-        by_node = np.lexsort((np.arange(rows.size), row_node))
+        by_node = np.argsort(row_node, kind="stable")
         nodes_sorted = row_node[by_node]
         starts = np.empty(rows.size, dtype=np.bool_)  # a node's first row (rows sorted by node)
         starts[0] = True
@@ -371,12 +371,12 @@ class _Scan:
         grew_row = np.any(cap_after > cap_before, axis=0)
         increments = cap_after - cap_before
         kept_steps = np.flatnonzero(kept)
-        grew = np.zeros(count, dtype=np.bool_)
-        np.logical_or.at(grew, row_step, grew_row)
-        gained = np.zeros((self.shapes.shape[0], count))
-        np.add.at(gained.T, row_step, increments.T)
-        totals = self.total[:, None] + np.cumsum(gained[:, kept_steps], axis=1)
-        fires = grew[kept_steps] & np.all(totals >= self.counts[:, None], axis=0)
+        # per kept step (its rows are together, steps ascending): did a count grow, and by how much
+        # per shape (whole numbers of pods: summed exactly in any order)
+        step_first = np.searchsorted(row_step, kept_steps)
+        grew = np.logical_or.reduceat(grew_row, step_first)
+        totals = self.total[:, None] + np.cumsum(np.add.reduceat(increments, step_first, axis=1), axis=1)
+        fires = grew & np.all(totals >= self.counts[:, None], axis=0)
         hit = int(np.argmax(fires)) if bool(fires.any()) else -1
         last = int(kept_steps[hit]) if hit >= 0 else count - 1
         # take the steps up to `last`: their rows set the nodes' freed room and counts
