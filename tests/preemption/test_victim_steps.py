@@ -90,11 +90,25 @@ def test_bounded_walk_in_small_blocks_same_decisions(spec: dict[str, int], monke
 
 @pytest.mark.parametrize("spec", CLUSTERS[:3], ids=lambda s: f"{s['nodes']}n-{s['queues']}q")
 def test_steps_kept_in_step_are_the_steps_built_afresh(spec: dict[str, int], monkeypatch: pytest.MonkeyPatch) -> None:
-    """After every update during a whole cycle (commits, rollbacks, preempt taking reclaim's steps over), a
-    queue's steps are those built from scratch for the same pool (the same units, holdings, rows), and
-    every job's kept plan (a plan's tail once its first steps are evicted) the plan made from scratch."""
+    """After every update during a whole cycle (commits, rollbacks, preempt taking reclaim's steps over), and
+    at every search for every queue it reads, a queue's steps are those built from scratch for the same
+    pool (the same units, holdings, rows), and every job's kept plan (a plan's tail once its first steps
+    are evicted) the plan made from scratch."""
     checked = []
     sync = victim_steps.QueueSteps.sync
+    ordered = victim_steps.VictimSteps.ordered
+
+    def checked_ordered(
+        self: victim_steps.VictimSteps, queues: list[int], *, below_priority: int | None = None
+    ) -> victim_steps.OrderedVictims | None:
+        # every queue a search reads is in step, whether or not it was synced (no job of it changed)
+        found = ordered(self, queues, below_priority=below_priority)
+        assert found is not None
+        for steps in found.queues:
+            fresh = victim_steps.QueueSteps(self.pool, steps.queue)
+            sync(fresh)
+            assert _live(fresh) == _live(steps)
+        return found
 
     def checked_sync(self: victim_steps.QueueSteps) -> None:
         sync(self)
@@ -115,6 +129,7 @@ def test_steps_kept_in_step_are_the_steps_built_afresh(spec: dict[str, int], mon
         checked.append(self.queue)
 
     monkeypatch.setattr(victim_steps.QueueSteps, "sync", checked_sync)
+    monkeypatch.setattr(victim_steps.VictimSteps, "ordered", checked_ordered)
     assert run_cycle(_snapshot(spec), SchedulerConfig()).evictions
     assert len(checked) > len(set(checked)) > 1  # several queues, each kept in step more than once
 

@@ -524,7 +524,7 @@ class OrderedVictims:
             elif nodes.size:
                 few.append(nodes)
         few.append(np.flatnonzero(fine))  # every step on an open node is a candidate
-        watched = np.unique(np.concatenate(few))
+        watched = np.concatenate(few)  # a node may be in twice (short of two resources)
         # the candidates (usable steps on watched nodes or freeing a widely short resource), ascending:
         # a step's id is its queue's offset plus its place in the queue
         limit = np.asarray(self.limit, dtype=np.int64)
@@ -812,6 +812,20 @@ class VictimSteps:
         self.by_queue = _shared(pool.session)  # every action of the session keeps the same steps
         self.ties: dict[tuple[int, ...], dict[int, int] | None] = {}  # tie orders are session constants
         self.combined: dict[tuple[int, ...], Combined] = {}  # per set of queues, kept across searches
+        # the job versions last looked at, and the queues with a job changed since whose steps have not
+        # caught up (all at first: the steps may come from an earlier action, or be new)
+        self.versions = pool.session.job_version.copy()
+        self.job_queue = np.array([job.queue for job in pool.session.snapshot.jobs], dtype=np.int64)
+        self.stale: set[int] = set(pool.queues)
+
+    def _note_changes(self) -> None:
+        """Mark stale the queues with a job whose version moved since the last look: one comparison over
+        every job per search instead of one per queue (most queues have no job changed between two)."""
+        current = self.pool.session.job_version
+        changed = np.flatnonzero(current != self.versions)
+        if changed.size:
+            self.versions[changed] = current[changed]
+            self.stale.update(self.job_queue[changed].tolist())
 
     def ordered(self, queues: Sequence[int], *, below_priority: int | None = None) -> OrderedVictims | None:
         """The victims of these leaf queues in the victim order, or None where the order must be walked
@@ -829,14 +843,19 @@ class VictimSteps:
         rank = self.ties[key]
         if rank is None:
             return None
+        self._note_changes()
         steps = []
         for q in queues:
             known = self.by_queue.get(q)
-            if known is not None and not known.serves(self.pool) and not known.adopt(self.pool):
-                known = None
+            if known is None or not known.serves(self.pool):
+                self.stale.add(q)
+                if known is not None and not known.adopt(self.pool):
+                    known = None
             if known is None:
                 known = self.by_queue[q] = QueueSteps(self.pool, q)
-            known.sync()
+            if q in self.stale:
+                known.sync()
+                self.stale.discard(q)
             steps.append(known)
         combined = self.combined.get(key)
         if combined is None or not combined.fits(steps):
