@@ -756,8 +756,9 @@ def _lost_head(old: tuple[PlanStep, ...] | None, plan: tuple[PlanStep, ...]) -> 
 
 def _ranges(starts: npt.NDArray[np.int64], counts: npt.NDArray[np.int64], total: int) -> npt.NDArray[np.int64]:
     """The integer ranges [start, start + count) one after another."""
-    ends = np.cumsum(counts)
-    return np.repeat(starts, counts) + np.arange(total, dtype=np.int64) - np.repeat(ends - counts, counts)
+    # each range's start, less where its first element falls among all, plus each element's place
+    shift = starts - (np.cumsum(counts) - counts)
+    return np.repeat(shift, counts) + np.arange(total, dtype=np.int64)
 
 
 def _roomy(count: int) -> int:
