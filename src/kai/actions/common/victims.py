@@ -408,7 +408,7 @@ def _elastic_plans(session: Session, jobs: Sequence[Job]) -> list[tuple[PlanStep
     place = np.arange(tasks.size, dtype=np.int64) - starts[owner]
     padded = np.zeros((len(jobs), int(counts.max()), 3))
     padded[owner, place] = session.task_charge[tasks]
-    held = np.cumsum(padded, axis=1).tolist()
+    held = np.cumsum(padded, axis=1)[owner, place].tolist()  # per running pod, what it and those before hold
     # the rest, at once: the first `floor` running pods of each job
     kept = place < floors[owner]
     finals = _whole_steps(session, jobs, tasks[kept], owner[kept])
@@ -419,11 +419,10 @@ def _elastic_plans(session: Session, jobs: Sequence[Job]) -> list[tuple[PlanStep
     plans: list[tuple[PlanStep, ...]] = []
     for k, job in enumerate(jobs):
         start, count, floor = int(starts[k]), int(counts[k]), int(floors[k])
-        sums = held[k]
         steps: list[PlanStep] = []
         for alive in range(count, floor, -1):  # the surplus pods, the last running one first
             t = start + alive - 1
-            h = sums[alive - 1]
+            h = held[t]
             steps.append(
                 PlanStep(
                     unit=VictimUnit(job=job.index, tasks=(task_list[t],), whole=False),
