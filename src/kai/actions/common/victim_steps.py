@@ -6,7 +6,9 @@ guard protects anyone, the same order can be produced far more cheaply:
 
 * A queue's own sequence of victim steps (its jobs in victim job order, elastic jobs losing their
   surplus pods one at a time and re-ranked, as `_Cursor` yields them) depends only on that queue's
-  jobs. It is kept per queue for the whole action and updated only where a job's plan changed.
+  jobs. It is kept per queue for the whole action and updated only where a job's plan changed, in
+  place: a removed step stays, dead, and an added one takes a dead step's place where its key goes
+  (`QueueSteps`), so an update costs what changed, not what the queue holds.
 * A queue's key after losing the victims before a step and the step itself only goes down from step
   to step (each step takes more away, and the queue order ranks a queue with less allocated
   earlier). Merging such sequences by always taking from the queue the order puts last is the
@@ -20,7 +22,7 @@ guard protects anyone, the same order can be produced far more cheaply:
   steps (CPU-only pods before a GPU job, say) can never make room, and the walk no longer grows with
   their number. It reads the queues' steps as one set of arrays (`Combined`, a step's id being its
   queue's offset plus its place), so each round is a few array operations whatever the number of
-  queues.
+  queues; those arrays are kept across the action's searches and patched where a queue changed.
 * The steps are kept for the whole session: the next action (preempt after reclaim) takes them over,
   re-keying only the jobs its own pool ranks differently (`QueueSteps.adopt`).
 
