@@ -109,8 +109,8 @@ def _bucket(job: Job, alive_total: int) -> int:
 _ALIVE = np.array(sorted(ALIVE), dtype=np.int8)
 
 
-_RUNNING = np.int8(TaskStatus.RUNNING)
-_RELEASING = np.int8(TaskStatus.RELEASING)
+_RUNNING_BYTE = np.int8(TaskStatus.RUNNING).tobytes()[0]  # a pod state as one byte of a job's `state`
+_RELEASING_BYTE = np.int8(TaskStatus.RELEASING).tobytes()[0]
 
 
 def _tail(
@@ -120,12 +120,12 @@ def _tail(
     running to releasing, nothing else changed): the rest of that plan, else None. `_plan` takes the
     pods in the same order from the state its first steps leave, so it would make the same steps."""
     before, plan = cached
-    was = np.frombuffer(before, dtype=np.int8)
-    now = np.frombuffer(state, dtype=np.int8)
-    changed = np.flatnonzero(was != now)
-    if not (bool(np.all(was[changed] == _RUNNING)) and bool(np.all(now[changed] == _RELEASING))):
+    # the states as bytes, compared in Python (a job has few pods: cheaper than arrays)
+    changed = [i for i, (was, now) in enumerate(zip(before, state, strict=True)) if was != now]
+    if any(before[i] != _RUNNING_BYTE or state[i] != _RELEASING_BYTE for i in changed):
         return None
-    gone = set(session.job_order_tasks[job.index][changed].tolist())
+    order = session.job_order_tasks[job.index]
+    gone = {int(order[i]) for i in changed}
     taken: set[int] = set()
     for k, step in enumerate(plan):
         if taken == gone:
