@@ -231,14 +231,15 @@ class QueueSteps:
     def _drop(self, removed: list[tuple[object, ...]]) -> None:
         """Take out the steps keyed `removed`: they stay in place, dead (see the class docstring), so each
         array changes only at their places."""
-        gone = np.array(sorted(self._place(k) for k in removed), dtype=np.int64)
-        self.alive[gone] = False
-        self.holds[gone] = 0.0
-        counts = self.nrows[gone]
-        self.row_node[_ranges(self.row_start[gone], counts, int(counts.sum()))] = self.nowhere
-        for mask in self._freeing.values():
-            mask[gone] = False
-        self._patched(gone)
+        gone = sorted(self._place(k) for k in removed)
+        starts, masks = self.row_start, list(self._freeing.values())
+        for at in gone:  # a few steps: one at a time, cheaper than arrays of their places
+            self.alive[at], self.holds[at] = False, 0.0
+            start = int(starts[at])
+            self.row_node[start : start + int(self.nrows[at])] = self.nowhere
+            for mask in masks:
+                mask[at] = False
+        self._patched(np.array(gone, dtype=np.int64))
 
     def _patched(self, places: npt.NDArray[np.int64]) -> None:
         """These places changed in place: the keys are computed again, `Combined` rewrites just them."""
@@ -701,13 +702,14 @@ class Combined:
     def _patch(self, k: int, q: QueueSteps, places: npt.NDArray[np.int64]) -> None:
         """Queue k changed these steps in place (removed or written anew): copy them and their rows."""
         a, ra = int(self.offset[k]), int(self.row_offset[k])
-        ids = a + places
-        self.valid[ids], self.unit[ids], self.nrows[ids] = q.alive[places], q.units[places], q.nrows[places]
-        counts = q.reserved[places]
-        rows = _ranges(q.row_start[places], counts, int(counts.sum()))
-        self.row_node[ra + rows], self.row_frees[ra + rows] = q.row_node[rows], q.row_frees[rows]
-        for resources, mask in self._freeing.items():
-            mask[ids] = q.freeing(resources)[places]
+        masks = [(mask, q.freeing(resources)) for resources, mask in self._freeing.items()]
+        for at in places.tolist():  # a few steps: one at a time, cheaper than arrays of their places
+            self.valid[a + at], self.unit[a + at], self.nrows[a + at] = q.alive[at], q.units[at], q.nrows[at]
+            start, end = int(q.row_start[at]), int(q.row_start[at + 1])
+            self.row_node[ra + start : ra + end] = q.row_node[start:end]
+            self.row_frees[ra + start : ra + end] = q.row_frees[start:end]
+            for mask, theirs in masks:
+                mask[a + at] = theirs[at]
 
     def freeing(self, resources: tuple[int, ...]) -> BoolVector:
         """[steps]: frees some amount of one of these resources on some node (kept, patched per segment)."""
