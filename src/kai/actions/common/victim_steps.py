@@ -382,6 +382,8 @@ class OrderedVictims:
         self.head_rank = np.asarray(_dense_ranks([head for head, _, _ in keys]), dtype=np.int64)
         self.tail_rank = np.asarray(_dense_ranks([tail for _, _, tail in keys]), dtype=np.int64)
         self.tie_rank = np.asarray(ties, dtype=np.int64)
+        # per queue (head, tail, tie) ranks as Python numbers, for the reads of one queue at a time
+        self.ranks = list(zip(self.head_rank.tolist(), self.tail_rank.tolist(), self.tie_rank.tolist(), strict=True))
         self._combined = combined
         self._fresh = False
 
@@ -434,19 +436,19 @@ class OrderedVictims:
 
     def through(self, q: int, p: int) -> list[int]:
         """Per queue, how many of its usable steps come before step p of queue q, or are that step."""
-        head, varying = self.head_rank[q], self.varying[q][p]
-        after = (self.tail_rank[q], self.tie_rank[q])
+        ranks = self.ranks  # read one queue at a time: Python numbers
+        head, after = ranks[q][0], ranks[q][1:]
+        negated = -float(self.varying[q][p])
         out = []
-        for k in range(len(self.queues)):
-            limit = self.limit[k]
+        for k, limit in enumerate(self.limit):
             if k == q:
                 out.append(p + 1)
-            elif self.head_rank[k] != head:
-                out.append(limit if self.head_rank[k] > head else 0)
+            elif ranks[k][0] != head:
+                out.append(limit if ranks[k][0] > head else 0)
             else:
                 # a queue's varying keys only go down from step to step
-                side: Literal["left", "right"] = "right" if (self.tail_rank[k], self.tie_rank[k]) > after else "left"
-                out.append(int(np.searchsorted(self.descending[k], -varying, side=side)))
+                side: Literal["left", "right"] = "right" if ranks[k][1:] > after else "left"
+                out.append(int(self.descending[k].searchsorted(negated, side=side)))
         return out
 
     def block(
