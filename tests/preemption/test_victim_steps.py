@@ -116,7 +116,10 @@ def test_steps_kept_in_step_are_the_steps_built_afresh(spec: dict[str, int], mon
         sync(fresh)
         assert fresh.alive.all()
         assert _live(fresh) == _live(self)
-        # a dead step (removed in place) holds nothing, and no row but the live steps' is on a node
+        # each live step is found by its key, and a dead step (removed in place) holds nothing and has
+        # no row on a node
+        assert sorted(self.place.values()) == np.flatnonzero(self.alive).tolist()
+        assert all(self.keys[at] == key for key, at in self.place.items())
         assert not self.holds[~self.alive].any()
         used = np.zeros(self.row_node.size, dtype=np.bool_)
         used[self.step_rows(np.flatnonzero(self.alive))[1]] = True

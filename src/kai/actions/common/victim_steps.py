@@ -103,7 +103,8 @@ class QueueSteps:
         self.seen = np.full(len(self.jobs), -1, dtype=np.int64)  # job versions the steps were built at
         self.plans: dict[int, tuple[PlanStep, ...]] = {}  # the plans the steps were built from
         self.keys_of: dict[int, list[tuple[object, ...]]] = {}
-        self.keys: list[tuple[object, ...]] = []
+        self.keys: list[tuple[object, ...]] = []  # sorted, the dead steps' too
+        self.place: dict[tuple[object, ...], int] = {}  # each live step's place by its key
         self.priority: list[int] = []
         resources = pool.session.snapshot.resources.size
         self.units = np.empty(0, dtype=object)
@@ -231,7 +232,7 @@ class QueueSteps:
     def _drop(self, removed: list[tuple[object, ...]]) -> None:
         """Take out the steps keyed `removed`: they stay in place, dead (see the class docstring), so each
         array changes only at their places."""
-        gone = sorted(self._place(k) for k in removed)
+        gone = sorted(self.place.pop(k) for k in removed)
         starts, masks = self.row_start, list(self._freeing.values())
         for at in gone:  # a few steps: one at a time, cheaper than arrays of their places
             self.alive[at], self.holds[at] = False, 0.0
@@ -254,7 +255,7 @@ class QueueSteps:
         for k, (key, step, job) in enumerate(added):
             at = self._free_place(key, len(step.nodes))
             if at is None:
-                self._update([], added[k:])  # the steps placed so far are kept like any other
+                self._update(added[k:])  # the steps placed so far are kept like any other
                 return
             self._fill(at, key, step, job)
             places.append(at)
@@ -273,6 +274,7 @@ class QueueSteps:
         """Write a step into a dead step's place: its first rows hold the step's, the others none."""
         self.keys[at], self.priority[at] = key, job.priority
         self.units[at], self.holds[at], self.alive[at] = step.unit, step.holds, True
+        self.place[key] = at
         start, count, room = int(self.row_start[at]), len(step.nodes), int(self.reserved[at])
         self.nrows[at] = count
         self.row_node[start : start + count], self.row_node[start + count : start + room] = step.nodes, self.nowhere
@@ -280,20 +282,11 @@ class QueueSteps:
         for resources, mask in self._freeing.items():
             mask[at] = bool(np.any(step.frees[:, list(resources)] > 0.0))
 
-    def _place(self, key: tuple[object, ...]) -> int:
-        """The place of the live step keyed `key` (a dead step may have had the same key)."""
-        at = bisect.bisect_left(self.keys, key)
-        while not self.alive[at]:
-            at += 1
-        assert self.keys[at] == key, "a removed step is a live step"
-        return at
-
-    def _update(self, removed: list[tuple[object, ...]], added: list[tuple[tuple[object, ...], PlanStep, Job]]) -> None:
-        """Take out the steps keyed `removed` and put in the `added` ones (sorted by key) where their keys
-        go, each array rebuilt once: an added step goes before the kept step its key comes before."""
+    def _update(self, added: list[tuple[tuple[object, ...], PlanStep, Job]]) -> None:
+        """Take out the dead steps and put in the `added` ones (sorted by key) where their keys go, each
+        array rebuilt once: an added step goes before the kept step its key comes before."""
         old = len(self.keys)
-        keep = self.alive.copy()
-        keep[[self._place(k) for k in removed]] = False
+        keep = self.alive
         kept_list = keep.tolist()
         self.keys = list(itertools.compress(self.keys, kept_list))
         self.priority = list(itertools.compress(self.priority, kept_list))
@@ -328,12 +321,14 @@ class QueueSteps:
         self.row_node = np.concatenate([self.row_node, np.asarray(nodes, dtype=np.int64)])[row_src]
         self.row_frees = np.concatenate([self.row_frees, frees])[row_src]
         self.alive = np.ones(len(self.keys), dtype=np.bool_)
+        self.place = {key: at for at, key in enumerate(self.keys)}
         self.reserved = self.nrows.copy()
         self._rebuilt()
 
-    def victim_keys(self) -> Keys:
+    def victim_keys(self) -> tuple[Keys, npt.NDArray[np.float64]]:
         """The queue's key at every step (`QueueOrderPolicy.victim_keys`): what the queue holds now,
-        less what the steps before it and the step itself take; recomputed only when either changed."""
+        less what the steps before it and the step itself take; recomputed only when either changed.
+        With the varying part negated (ascending from step to step)."""
         session = self.pool.session
         allocated = session.allocated_triple(self.queue)
         if self._keys is None or self._keys[0] != allocated:
@@ -343,13 +338,7 @@ class QueueSteps:
             values = np.asarray(varying, dtype=np.float64)
             self._keys = (allocated, (head, values, tail), -values)
             self.keys_version += 1
-        return self._keys[1]
-
-    def descending(self) -> npt.NDArray[np.float64]:
-        """The varying part of `victim_keys`, negated (ascending from step to step)."""
-        self.victim_keys()
-        assert self._keys is not None
-        return self._keys[2]
+        return self._keys[1], self._keys[2]
 
     def usable(self, below_priority: int | None) -> int:
         """How many of the steps an action may take: all, or those of jobs below a priority (a prefix)."""
@@ -376,9 +365,10 @@ class OrderedVictims:
         self.queues = list(queues)
         self.every_step = below_priority is None
         self.limit = [q.usable(below_priority) for q in self.queues]
-        keys = [q.victim_keys() for q in self.queues]
+        keyed = [q.victim_keys() for q in self.queues]
+        keys = [k for k, _ in keyed]
         self.varying = [varying for _, varying, _ in keys]
-        self.descending = [q.descending()[:limit] for q, limit in zip(self.queues, self.limit, strict=True)]
+        self.descending = [negated[:limit] for (_, negated), limit in zip(keyed, self.limit, strict=True)]
         self.head_rank = np.asarray(_dense_ranks([head for head, _, _ in keys]), dtype=np.int64)
         self.tail_rank = np.asarray(_dense_ranks([tail for _, _, tail in keys]), dtype=np.int64)
         self.tie_rank = np.asarray(ties, dtype=np.int64)
@@ -679,12 +669,13 @@ class Combined:
             version, keys_version, consumed = self._seen[k]
             if version != q.version:
                 if version >= q.rebuilt:  # the patches from `consumed` on are those made since
-                    self._patch(k, q, np.unique(np.concatenate([places for _, places in q.patched[consumed:]])))
+                    for _, places in q.patched[consumed:]:
+                        self._patch(k, q, places)  # a place patched twice is copied twice, the same
                 else:
                     self._write_steps(k, q)
             if version != q.version or keys_version != q.keys_version:
                 a = int(self.offset[k])
-                self.varying[a : a + len(q.keys)] = q.victim_keys()[1][: len(q.keys)]
+                self.varying[a : a + len(q.keys)] = q.victim_keys()[0][1][: len(q.keys)]
             self._seen[k] = (q.version, q.keys_version, len(q.patched))
 
     def _write_steps(self, k: int, q: QueueSteps) -> None:
@@ -705,9 +696,10 @@ class Combined:
         """Queue k changed these steps in place (removed or written anew): copy them and their rows."""
         a, ra = int(self.offset[k]), int(self.row_offset[k])
         masks = [(mask, q.freeing(resources)) for resources, mask in self._freeing.items()]
+        starts = q.row_start
         for at in places.tolist():  # a few steps: one at a time, cheaper than arrays of their places
             self.valid[a + at], self.unit[a + at], self.nrows[a + at] = q.alive[at], q.units[at], q.nrows[at]
-            start, end = int(q.row_start[at]), int(q.row_start[at + 1])
+            start, end = int(starts[at]), int(starts[at + 1])
             self.row_node[ra + start : ra + end] = q.row_node[start:end]
             self.row_frees[ra + start : ra + end] = q.row_frees[start:end]
             for mask, theirs in masks:
