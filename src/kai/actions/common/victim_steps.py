@@ -624,9 +624,9 @@ class Combined:
     segments of queues whose steps or keys changed since are written again (`refresh`). A step's id is
     its queue's offset plus its place in the queue (so ids ascend by queue, then place), and a row's id
     its queue's row offset plus its place among the queue's rows; the spare ids of a segment are never
-    valid (`valid`), and the spare rows lie on no node (`NOWHERE`). Only what every round reads of
-    every step is kept here (keys, nodes); units and freed amounts are read from the queues for the few
-    steps a round takes."""
+    valid (`valid`), and the spare rows, like a dead step's, lie on no node (node number `nodes`).
+    Besides what every round reads of every step (keys, nodes), the units and freed amounts are kept
+    here too, so a round reads those of the steps it takes with one index whatever their queues."""
 
     def __init__(self, queues: Sequence[QueueSteps], *, nodes: int) -> None:
         self.queues = list(queues)
@@ -644,7 +644,7 @@ class Combined:
         # segment, each step's rows together and in step order); per row, its node and its step
         self.nrows = np.zeros(self.size, dtype=np.int64)
         self.row_start = np.zeros(self.size, dtype=np.int64)
-        self.row_node = np.full(int(self.row_offset[-1]), nodes, dtype=np.int64)  # NOWHERE: a spare row
+        self.row_node = np.full(int(self.row_offset[-1]), nodes, dtype=np.int64)  # `nodes`: on no node
         self.row_step = np.zeros(int(self.row_offset[-1]), dtype=np.int64)
         # what the walk reads only for the steps a round takes, kept too: one read instead of one per queue
         self.unit = np.empty(self.size, dtype=object)
@@ -717,7 +717,7 @@ class Combined:
 
     def on(self, nodes: npt.NDArray[np.int64]) -> BoolVector:
         """[steps]: has a pod on one of these nodes."""
-        flag = np.zeros(self.nodes + 1, dtype=np.bool_)  # the last: NOWHERE
+        flag = np.zeros(self.nodes + 1, dtype=np.bool_)  # the last: no node (spare and dead rows)
         flag[nodes] = True
         out = np.zeros(self.size, dtype=np.bool_)
         out[self.row_step[flag[self.row_node]]] = True
