@@ -11,6 +11,7 @@ import dataclasses
 import gc
 import weakref
 
+import numpy as np
 import pytest
 from benchmarks.clusters import reclaim_cluster
 
@@ -89,20 +90,41 @@ def test_bounded_walk_in_small_blocks_same_decisions(spec: dict[str, int], monke
 
 @pytest.mark.parametrize("spec", CLUSTERS[:3], ids=lambda s: f"{s['nodes']}n-{s['queues']}q")
 def test_steps_kept_in_step_are_the_steps_built_afresh(spec: dict[str, int], monkeypatch: pytest.MonkeyPatch) -> None:
-    """After every update during a whole cycle (commits, rollbacks, preempt taking reclaim's steps over), a
-    queue's steps are those built from scratch for the same pool (the same units, holdings, rows), and
-    every job's kept plan (a plan's tail once its first steps are evicted) the plan made from scratch."""
+    """After every update during a whole cycle (commits, rollbacks, preempt taking reclaim's steps over), and
+    at every search for every queue it reads, a queue's steps are those built from scratch for the same
+    pool (the same units, holdings, rows), and every job's kept plan (a plan's tail once its first steps
+    are evicted) the plan made from scratch."""
     checked = []
     sync = victim_steps.QueueSteps.sync
+    ordered = victim_steps.VictimSteps.ordered
+
+    def checked_ordered(
+        self: victim_steps.VictimSteps, queues: list[int], *, below_priority: int | None = None
+    ) -> victim_steps.OrderedVictims | None:
+        # every queue a search reads is in step, whether or not it was synced (no job of it changed)
+        found = ordered(self, queues, below_priority=below_priority)
+        assert found is not None
+        for steps in found.queues:
+            fresh = victim_steps.QueueSteps(self.pool, steps.queue)
+            sync(fresh)
+            assert _live(fresh) == _live(steps)
+        return found
 
     def checked_sync(self: victim_steps.QueueSteps) -> None:
         sync(self)
         fresh = victim_steps.QueueSteps(self.pool, self.queue)
         sync(fresh)
-        assert list(fresh.units) == list(self.units)
-        assert fresh.holds.tolist() == self.holds.tolist() and fresh.nrows.tolist() == self.nrows.tolist()
-        assert fresh.row_node.tolist() == self.row_node.tolist()
-        assert fresh.row_frees.tolist() == self.row_frees.tolist()
+        assert fresh.alive.all()
+        assert _live(fresh) == _live(self)
+        # each live step is found by its key, and a dead step (removed in place) holds nothing and has
+        # no row on a node
+        assert sorted(self.place.values()) == np.flatnonzero(self.alive).tolist()
+        assert all(self.keys[at] == key for key, at in self.place.items())
+        assert not self.holds[~self.alive].any()
+        used = np.zeros(self.row_node.size, dtype=np.bool_)
+        used[self.step_rows(np.flatnonzero(self.alive))[1]] = True
+        assert set(self.row_node[~used].tolist()) <= {self.nowhere}
+        assert (np.cumsum(self.holds, axis=0)[self.alive].tolist()) == np.cumsum(fresh.holds, axis=0).tolist()
         session = self.pool.session
         for job in self.jobs:  # each kept plan is the plan made now from scratch
             alone = victims._plan(session, job) if victims.is_candidate(session, job) else ()
@@ -110,8 +132,70 @@ def test_steps_kept_in_step_are_the_steps_built_afresh(spec: dict[str, int], mon
         checked.append(self.queue)
 
     monkeypatch.setattr(victim_steps.QueueSteps, "sync", checked_sync)
+    monkeypatch.setattr(victim_steps.VictimSteps, "ordered", checked_ordered)
     assert run_cycle(_snapshot(spec), SchedulerConfig()).evictions
     assert len(checked) > len(set(checked)) > 1  # several queues, each kept in step more than once
+
+
+def _live(steps: victim_steps.QueueSteps) -> tuple[object, ...]:
+    """The live steps' units, holdings, and rows (nodes, freed amounts)."""
+    alive = np.flatnonzero(steps.alive)
+    rows = steps.step_rows(alive)[1]
+    return (
+        list(steps.units[alive]),
+        steps.holds[alive].tolist(),
+        steps.nrows[alive].tolist(),
+        steps.row_node[rows].tolist(),
+        steps.row_frees[rows].tolist(),
+    )
+
+
+@pytest.mark.parametrize("spec", CLUSTERS[:3], ids=lambda s: f"{s['nodes']}n-{s['queues']}q")
+def test_combined_arrays_kept_in_step_are_the_arrays_built_afresh(
+    spec: dict[str, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After every refresh during a whole cycle (segments patched for removed steps, or written again), the
+    walk's combined arrays hold what arrays built afresh from the same queues hold: per queue the same
+    live steps with the same keys, units and rows, the same steps freeing each resource, and no row of a
+    dead or spare step on any node."""
+    checked = []
+    building: list[bool] = []
+    refresh = victim_steps.Combined.refresh
+
+    def checked_refresh(self: victim_steps.Combined) -> None:
+        refresh(self)
+        if building:
+            return  # the arrays built afresh
+        building.append(True)
+        fresh = victim_steps.Combined(self.queues, nodes=self.nodes)
+        building.pop()
+        everywhere = np.arange(self.nodes, dtype=np.int64)
+        assert self.on(everywhere).tolist() == self.valid.tolist()
+        for k in range(len(self.queues)):
+            mine, theirs = _segment(self, k), _segment(fresh, k)
+            assert mine == theirs
+            for resources in list(self._freeing):
+                a, b = int(self.offset[k]), int(fresh.offset[k])
+                size = len(self.queues[k].keys)
+                assert self.freeing(resources)[a : a + size].tolist() == fresh.freeing(resources)[b : b + size].tolist()
+        checked.append(len(self.queues))
+
+    monkeypatch.setattr(victim_steps.Combined, "refresh", checked_refresh)
+    assert run_cycle(_snapshot(spec), SchedulerConfig()).evictions
+    assert len(checked) > 1 and max(checked) > 1
+
+
+def _segment(every: victim_steps.Combined, k: int) -> tuple[object, ...]:
+    """Queue k's valid steps in the combined arrays: their places, keys, units and rows."""
+    ids = np.flatnonzero(every.valid[every.offset[k] : every.offset[k + 1]]) + every.offset[k]
+    _, rows = every.step_rows(ids)
+    return (
+        every.place[ids].tolist(),
+        every.varying[ids].tolist(),
+        every.units(ids),
+        every.row_node[rows].tolist(),
+        every.frees(rows).tolist(),
+    )
 
 
 def _content(step: victims.PlanStep) -> tuple[object, ...]:

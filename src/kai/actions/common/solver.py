@@ -350,7 +350,7 @@ class _Scan:
         mask = self.mask
         count = len(steps.units)
         kept = np.zeros(count, dtype=np.bool_)
-        kept[steps.row_step[mask[steps.row_node]]] = True  # the steps with a row on a reachable node
+        kept[steps.row_step[mask[steps.row_node]]] = True
         rows = np.flatnonzero(kept[steps.row_step])
         if not rows.size:
             return None
@@ -359,7 +359,7 @@ class _Scan:
         # each node's freed room after each of its rows, summed in order from what it had freed before
         by_node = np.argsort(row_node, kind="stable")
         nodes_sorted = row_node[by_node]
-        starts = np.empty(rows.size, dtype=np.bool_)  # where each node's rows start
+        starts = np.empty(rows.size, dtype=np.bool_)  # a node's first row (rows sorted by node)
         starts[0] = True
         np.not_equal(nodes_sorted[1:], nodes_sorted[:-1], out=starts[1:])
         first = np.flatnonzero(starts)
@@ -373,17 +373,19 @@ class _Scan:
         after[by_node] = after_sorted
         cap_after = np.where(mask[None, row_node], _capacity(self.base[row_node] + after, self.shapes), 0.0)
         previous = np.empty_like(by_node)
-        previous[by_node] = np.where(place == 0, -1, np.concatenate(([-1], by_node[:-1])))
+        shifted = np.empty_like(by_node)  # the row before in node order
+        shifted[0], shifted[1:] = -1, by_node[:-1]
+        previous[by_node] = np.where(place == 0, -1, shifted)
         cap_before = np.where(previous[None, :] >= 0, cap_after[:, np.maximum(previous, 0)], self.cap[:, row_node])
         grew_row = np.any(cap_after > cap_before, axis=0)
         increments = cap_after - cap_before
         kept_steps = np.flatnonzero(kept)
-        grew = np.zeros(count, dtype=np.bool_)
-        grew[row_step[grew_row]] = True
-        gained = np.zeros((self.shapes.shape[0], count))
-        np.add.at(gained.T, row_step, increments.T)
-        totals = self.total[:, None] + np.cumsum(gained[:, kept_steps], axis=1)
-        fires = grew[kept_steps] & np.all(totals >= self.counts[:, None], axis=0)
+        # per kept step (its rows are together, steps ascending): did a count grow, and by how much
+        # per shape (whole numbers of pods: summed exactly in any order)
+        step_first = np.searchsorted(row_step, kept_steps)
+        grew = np.logical_or.reduceat(grew_row, step_first)
+        totals = self.total[:, None] + np.cumsum(np.add.reduceat(increments, step_first, axis=1), axis=1)
+        fires = grew & np.all(totals >= self.counts[:, None], axis=0)
         hit = int(np.argmax(fires)) if bool(fires.any()) else -1
         last = int(kept_steps[hit]) if hit >= 0 else count - 1
         # take the steps up to `last`: their rows set the nodes' freed room and counts
@@ -395,10 +397,8 @@ class _Scan:
         self.row_node.append(row_node[upto])
         # per node, its last row among those taken
         sel = np.flatnonzero(upto[by_node])
-        ends = np.zeros(0, dtype=np.bool_)
-        if sel.size:
-            chosen = group[sel]
-            ends = np.concatenate((chosen[1:] != chosen[:-1], [True]))
+        ends = np.ones(sel.size, dtype=np.bool_)  # a node's last taken row
+        np.not_equal(group[sel][1:], group[sel][:-1], out=ends[:-1])
         final = by_node[sel[ends]]
         self.freed[row_node[final]] = after[final]
         self.cap[:, row_node[final]] = cap_after[:, final]

@@ -6,7 +6,9 @@ guard protects anyone, the same order can be produced far more cheaply:
 
 * A queue's own sequence of victim steps (its jobs in victim job order, elastic jobs losing their
   surplus pods one at a time and re-ranked, as `_Cursor` yields them) depends only on that queue's
-  jobs. It is kept per queue for the whole action and updated only where a job's plan changed.
+  jobs. It is kept per queue for the whole action and updated only where a job's plan changed, in
+  place: a removed step stays, dead, and an added one takes a dead step's place where its key goes
+  (`QueueSteps`), so an update costs what changed, not what the queue holds.
 * A queue's key after losing the victims before a step and the step itself only goes down from step
   to step (each step takes more away, and the queue order ranks a queue with less allocated
   earlier). Merging such sequences by always taking from the queue the order puts last is the
@@ -20,7 +22,7 @@ guard protects anyone, the same order can be produced far more cheaply:
   steps (CPU-only pods before a GPU job, say) can never make room, and the walk no longer grows with
   their number. It reads the queues' steps as one set of arrays (`Combined`, a step's id being its
   queue's offset plus its place), so each round is a few array operations whatever the number of
-  queues.
+  queues; those arrays are kept across the action's searches and patched where a queue changed.
 * The steps are kept for the whole session: the next action (preempt after reclaim) takes them over,
   re-keying only the jobs its own pool ranks differently (`QueueSteps.adopt`).
 
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import itertools
 import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -80,7 +83,13 @@ class QueueSteps:
     """One leaf queue's victim steps in the queue's own victim order, kept in step with the pool.
 
     Steps are arrays in order (units, what the job holds, rows per step and the rows' nodes and frees);
-    a sync applies the changed jobs' removals and insertions in one pass.
+    a sync applies the changed jobs' removals and insertions in one pass. Removed steps (evicted jobs,
+    jobs that lost the head of their plan) stay in place, dead (`alive`): holding nothing, their rows
+    on no node (`nowhere`), freeing nothing, so that no array is rebuilt and every other step keeps its
+    place. An added step takes the place of a dead step where its key goes, if there is one with room
+    for its rows (a job re-ranked after losing pods mostly takes the place of its own removed steps);
+    otherwise the arrays are rebuilt, without the dead steps. Each step keeps the rows it was built
+    with (`reserved`), of which it uses the first `nrows`; the others are on no node and free nothing.
     """
 
     def __init__(self, pool: VictimPool, queue: int) -> None:
@@ -94,18 +103,26 @@ class QueueSteps:
         self.seen = np.full(len(self.jobs), -1, dtype=np.int64)  # job versions the steps were built at
         self.plans: dict[int, tuple[PlanStep, ...]] = {}  # the plans the steps were built from
         self.keys_of: dict[int, list[tuple[object, ...]]] = {}
-        self.keys: list[tuple[object, ...]] = []
+        self.keys: list[tuple[object, ...]] = []  # sorted, the dead steps' too
+        self.place: dict[tuple[object, ...], int] = {}  # each live step's place by its key
         self.priority: list[int] = []
         resources = pool.session.snapshot.resources.size
         self.units = np.empty(0, dtype=object)
         self.holds = np.zeros((0, 3))
         self.nrows = np.zeros(0, dtype=np.int64)
+        self.reserved = np.zeros(0, dtype=np.int64)  # each step's rows, its nrows first
         self.row_node = np.zeros(0, dtype=np.int64)
         self.row_frees = np.zeros((0, resources))
+        self.alive = np.zeros(0, dtype=np.bool_)  # not removed since the arrays were last rebuilt
+        self.nowhere = pool.session.snapshot.nodes.count  # the node of a dead step's rows
         self._starts: npt.NDArray[np.int64] | None = None
         self._keys: tuple[tuple[float, float, float], Keys, npt.NDArray[np.float64]] | None = None
         self._row_step: npt.NDArray[np.int64] | None = None  # derived from the steps, dropped when they change
         self._freeing: dict[tuple[int, ...], BoolVector] = {}
+        self.version = 0  # bumped whenever the steps change (`Combined` patches a queue's segment by it)
+        self.rebuilt = 0  # the version at which the arrays were last rebuilt
+        self.patched: list[tuple[int, npt.NDArray[np.int64]]] = []  # since: (version, the places it changed)
+        self.keys_version = 0  # bumped whenever the victim keys are computed again
 
     @property
     def pool(self) -> VictimPool:
@@ -121,18 +138,22 @@ class QueueSteps:
     def row_start(self) -> npt.NDArray[np.int64]:
         """[S + 1]: where each step's rows start."""
         if self._starts is None:
-            self._starts = np.concatenate([[0], np.cumsum(self.nrows)]).astype(np.int64)
+            self._starts = np.concatenate([[0], np.cumsum(self.reserved)]).astype(np.int64)
         return self._starts
 
-    def _changed(self) -> None:
+    def _rebuilt(self) -> None:
+        """The arrays were rebuilt: every derived array is made again when next read."""
         self._starts = self._keys = self._row_step = None
+        self.version += 1
+        self.rebuilt = self.version
+        self.patched = []
         self._freeing = {}
 
     @property
     def row_step(self) -> npt.NDArray[np.int64]:
         """[rows]: each row's step."""
         if self._row_step is None:
-            self._row_step = np.repeat(np.arange(len(self.nrows), dtype=np.int64), self.nrows)
+            self._row_step = np.repeat(np.arange(len(self.nrows), dtype=np.int64), self.reserved)
         return self._row_step
 
     def freeing(self, resources: tuple[int, ...]) -> BoolVector:
@@ -141,6 +162,7 @@ class QueueSteps:
         if known is None:
             known = self._freeing[resources] = np.zeros(len(self.nrows), dtype=np.bool_)
             known[self.row_step[np.any(self.row_frees[:, list(resources)] > 0.0, axis=1)]] = True
+            known &= self.alive
         return known
 
     def step_rows(self, steps: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
@@ -202,42 +224,85 @@ class QueueSteps:
             removed += [key for key in old_keys if key not in kept]
             if keys:
                 self.keys_of[job.index] = keys
-        if added:
-            self._update(removed, sorted(added, key=lambda a: a[0]))
-        elif removed:
+        if removed:
             self._drop(removed)
+        if added:
+            self._insert(sorted(added, key=lambda a: a[0]))
 
     def _drop(self, removed: list[tuple[object, ...]]) -> None:
-        """Take out the steps keyed `removed` (the others keep their order)."""
-        keep = np.ones(len(self.keys), dtype=np.bool_)
-        gone = sorted(bisect.bisect_left(self.keys, k) for k in removed)
-        keep[gone] = False
-        for p in reversed(gone):
-            del self.keys[p], self.priority[p]
-        rows = np.repeat(keep, self.nrows)
-        self.units, self.holds, self.nrows = self.units[keep], self.holds[keep], self.nrows[keep]
-        self.row_node, self.row_frees = self.row_node[rows], self.row_frees[rows]
-        freeing = {resources: mask[keep] for resources, mask in self._freeing.items()}
-        self._changed()
-        self._freeing = freeing
+        """Take out the steps keyed `removed`: they stay in place, dead (see the class docstring), so each
+        array changes only at their places."""
+        gone = sorted(self.place.pop(k) for k in removed)
+        starts, masks = self.row_start, list(self._freeing.values())
+        for at in gone:  # a few steps: one at a time, cheaper than arrays of their places
+            self.alive[at], self.holds[at] = False, 0.0
+            start = int(starts[at])
+            self.row_node[start : start + int(self.nrows[at])] = self.nowhere
+            for mask in masks:
+                mask[at] = False
+        self._patched(np.array(gone, dtype=np.int64))
 
-    def _update(self, removed: list[tuple[object, ...]], added: list[tuple[tuple[object, ...], PlanStep, Job]]) -> None:
-        """Take out the steps keyed `removed` and put in the `added` ones (sorted by key) where their keys
-        go, each array rebuilt once: an added step goes before the kept step its key comes before."""
+    def _patched(self, places: npt.NDArray[np.int64]) -> None:
+        """These places changed in place: the keys are computed again, `Combined` rewrites just them."""
+        self._keys = None
+        self.version += 1
+        self.patched.append((self.version, places))
+
+    def _insert(self, added: list[tuple[tuple[object, ...], PlanStep, Job]]) -> None:
+        """Put in the `added` steps (sorted by key): each in the place of a dead step where its key goes
+        (keeping every key in order), while there is one with room for its rows; the rest by a rebuild."""
+        places: list[int] = []
+        for k, (key, step, job) in enumerate(added):
+            at = self._free_place(key, len(step.nodes))
+            if at is None:
+                self._update(added[k:])  # the steps placed so far are kept like any other
+                return
+            self._fill(at, key, step, job)
+            places.append(at)
+        self._patched(np.array(places, dtype=np.int64))
+
+    def _free_place(self, key: tuple[object, ...], rows: int) -> int | None:
+        """A dead step's place that `key` can take with every key staying in order (the place where
+        bisection puts it, or the one before), with room for this many rows; None if neither is."""
+        at = bisect.bisect_left(self.keys, key)  # keys[at - 1] < key <= keys[at]
+        for place in (at, at - 1):
+            if 0 <= place < len(self.keys) and not self.alive[place] and self.reserved[place] >= rows:
+                return place
+        return None
+
+    def _fill(self, at: int, key: tuple[object, ...], step: PlanStep, job: Job) -> None:
+        """Write a step into a dead step's place: its first rows hold the step's, the others none."""
+        self.keys[at], self.priority[at] = key, job.priority
+        self.units[at], self.holds[at], self.alive[at] = step.unit, step.holds, True
+        self.place[key] = at
+        start, count, room = int(self.row_start[at]), len(step.nodes), int(self.reserved[at])
+        self.nrows[at] = count
+        self.row_node[start : start + count], self.row_node[start + count : start + room] = step.nodes, self.nowhere
+        self.row_frees[start : start + count], self.row_frees[start + count : start + room] = step.frees, 0.0
+        for resources, mask in self._freeing.items():
+            mask[at] = bool(np.any(step.frees[:, list(resources)] > 0.0))
+
+    def _update(self, added: list[tuple[tuple[object, ...], PlanStep, Job]]) -> None:
+        """Take out the dead steps and put in the `added` ones (sorted by key) where their keys go, each
+        array rebuilt once: an added step goes before the kept step its key comes before."""
         old = len(self.keys)
-        keep = np.ones(old, dtype=np.bool_)
-        gone = sorted(bisect.bisect_left(self.keys, k) for k in removed)
-        keep[gone] = False
-        for p in reversed(gone):
-            del self.keys[p], self.priority[p]
+        keep = self.alive
+        kept_list = keep.tolist()
+        self.keys = list(itertools.compress(self.keys, kept_list))
+        self.priority = list(itertools.compress(self.priority, kept_list))
         at = [bisect.bisect_left(self.keys, key) for key, _, _ in added]  # among the kept steps
         for k in reversed(range(len(added))):
             key, _, job = added[k]
             self.keys.insert(at[k], key)
             self.priority.insert(at[k], job.priority)
+        # where each step goes: a kept step after the added steps that go before it (`at` ascends), an
+        # added step after the kept steps before it and the added steps before it
         kept = np.flatnonzero(keep)
-        slot = np.concatenate([2 * np.arange(kept.size, dtype=np.int64) + 1, 2 * np.asarray(at, dtype=np.int64)])
-        src = np.concatenate([kept, old + np.arange(len(added), dtype=np.int64)])[np.argsort(slot, kind="stable")]
+        before = np.asarray(at, dtype=np.int64)
+        new = np.arange(len(added), dtype=np.int64)
+        src = np.empty(kept.size + new.size, dtype=np.int64)
+        src[np.arange(kept.size) + np.searchsorted(before, np.arange(kept.size), side="right")] = kept
+        src[before + new] = old + new
         units = np.empty(len(added), dtype=object)
         nodes: list[int] = []
         for k, (_, step, _) in enumerate(added):
@@ -255,11 +320,15 @@ class QueueSteps:
         row_src = _ranges(starts, self.nrows, int(self.nrows.sum()))
         self.row_node = np.concatenate([self.row_node, np.asarray(nodes, dtype=np.int64)])[row_src]
         self.row_frees = np.concatenate([self.row_frees, frees])[row_src]
-        self._changed()
+        self.alive = np.ones(len(self.keys), dtype=np.bool_)
+        self.place = {key: at for at, key in enumerate(self.keys)}
+        self.reserved = self.nrows.copy()
+        self._rebuilt()
 
-    def victim_keys(self) -> Keys:
+    def victim_keys(self) -> tuple[Keys, npt.NDArray[np.float64]]:
         """The queue's key at every step (`QueueOrderPolicy.victim_keys`): what the queue holds now,
-        less what the steps before it and the step itself take; recomputed only when either changed."""
+        less what the steps before it and the step itself take; recomputed only when either changed.
+        With the varying part negated (ascending from step to step)."""
         session = self.pool.session
         allocated = session.allocated_triple(self.queue)
         if self._keys is None or self._keys[0] != allocated:
@@ -268,13 +337,8 @@ class QueueSteps:
             head, varying, tail = session.queue_order.victim_keys(session, self.queue, allocated, victims)
             values = np.asarray(varying, dtype=np.float64)
             self._keys = (allocated, (head, values, tail), -values)
-        return self._keys[1]
-
-    def descending(self) -> npt.NDArray[np.float64]:
-        """The varying part of `victim_keys`, negated (ascending from step to step)."""
-        self.victim_keys()
-        assert self._keys is not None
-        return self._keys[2]
+            self.keys_version += 1
+        return self._keys[1], self._keys[2]
 
     def usable(self, below_priority: int | None) -> int:
         """How many of the steps an action may take: all, or those of jobs below a priority (a prefix)."""
@@ -287,19 +351,31 @@ class OrderedVictims:
     """The victim steps of one search, in the victim order, block by block (see the module docstring)."""
 
     def __init__(
-        self, session: Session, queues: Sequence[QueueSteps], *, below_priority: int | None, ties: Sequence[int]
+        self,
+        session: Session,
+        queues: Sequence[QueueSteps],
+        *,
+        below_priority: int | None,
+        ties: Sequence[int],
+        combined: Combined | None = None,
     ) -> None:
-        """`ties`: each queue's place in the tie order (`tie_order`)."""
+        """`ties`: each queue's place in the tie order (`tie_order`); `combined`: these queues' steps as
+        one set of arrays kept from earlier searches (brought up to date when the walk reads it)."""
         self.session = session
         self.queues = list(queues)
+        self.every_step = below_priority is None
         self.limit = [q.usable(below_priority) for q in self.queues]
-        keys = [q.victim_keys() for q in self.queues]
+        keyed = [q.victim_keys() for q in self.queues]
+        keys = [k for k, _ in keyed]
         self.varying = [varying for _, varying, _ in keys]
-        self.descending = [q.descending()[:limit] for q, limit in zip(self.queues, self.limit, strict=True)]
+        self.descending = [negated[:limit] for (_, negated), limit in zip(keyed, self.limit, strict=True)]
         self.head_rank = np.asarray(_dense_ranks([head for head, _, _ in keys]), dtype=np.int64)
         self.tail_rank = np.asarray(_dense_ranks([tail for _, _, tail in keys]), dtype=np.int64)
         self.tie_rank = np.asarray(ties, dtype=np.int64)
-        self._combined: Combined | None = None
+        # per queue (head, tail, tie) ranks as Python numbers, for the reads of one queue at a time
+        self.ranks = list(zip(self.head_rank.tolist(), self.tail_rank.tolist(), self.tie_rank.tolist(), strict=True))
+        self._combined = combined
+        self._fresh = False
 
     def key(self, q: int, p: int) -> StepKey:
         """Step p of queue q's place in the victim order (descending head, varying, tail, tie; then p)."""
@@ -350,19 +426,19 @@ class OrderedVictims:
 
     def through(self, q: int, p: int) -> list[int]:
         """Per queue, how many of its usable steps come before step p of queue q, or are that step."""
-        head, varying = self.head_rank[q], self.varying[q][p]
-        after = (self.tail_rank[q], self.tie_rank[q])
+        ranks = self.ranks  # read one queue at a time: Python numbers
+        head, after = ranks[q][0], ranks[q][1:]
+        negated = -float(self.varying[q][p])
         out = []
-        for k in range(len(self.queues)):
-            limit = self.limit[k]
+        for k, limit in enumerate(self.limit):
             if k == q:
                 out.append(p + 1)
-            elif self.head_rank[k] != head:
-                out.append(limit if self.head_rank[k] > head else 0)
+            elif ranks[k][0] != head:
+                out.append(limit if ranks[k][0] > head else 0)
             else:
                 # a queue's varying keys only go down from step to step
-                side: Literal["left", "right"] = "right" if (self.tail_rank[k], self.tie_rank[k]) > after else "left"
-                out.append(int(np.searchsorted(self.descending[k], -varying, side=side)))
+                side: Literal["left", "right"] = "right" if ranks[k][1:] > after else "left"
+                out.append(int(self.descending[k].searchsorted(negated, side=side)))
         return out
 
     def block(
@@ -397,14 +473,16 @@ class OrderedVictims:
     def blocks(self) -> Iterator[StepBlock]:
         """Every step in the victim order: first the queue the allocation order puts last, and so on."""
         count = len(self.queues)
-        at = [0] * count
+        live = [np.flatnonzero(q.alive[:limit]) for q, limit in zip(self.queues, self.limit, strict=True)]
+        at = [0] * count  # per queue, how many of its live steps were taken
         size = FIRST_BLOCK
         while True:
-            picks = [np.arange(at[q], min(self.limit[q], at[q] + size), dtype=np.int64) for q in range(count)]
+            picks = [live[q][at[q] : at[q] + size] for q in range(count)]
             queue_of, index = self.merge(picks, size)
             if not index.size:
                 return
-            _advance(at, queue_of, index)
+            for q in range(count):
+                at[q] += int(np.count_nonzero(queue_of == q))
             yield self.block(queue_of, index)
             size = min(LARGEST_BLOCK, size * 2)
 
@@ -441,11 +519,11 @@ class OrderedVictims:
             elif nodes.size:
                 few.append(nodes)
         few.append(np.flatnonzero(fine))  # every step on an open node is a candidate
-        watched = np.unique(np.concatenate(few))
+        watched = np.concatenate(few)  # a node may be in twice (short of two resources)
         # the candidates (usable steps on watched nodes or freeing a widely short resource), ascending:
         # a step's id is its queue's offset plus its place in the queue
         limit = np.asarray(self.limit, dtype=np.int64)
-        usable = every.place < limit[every.queue_of]
+        usable = every.valid if self.every_step else every.place < limit[every.queue_of]
         wanted = every.freeing(tuple(widely)) if widely else np.zeros(every.size, dtype=np.bool_)
         if watched.size:
             wanted = wanted | every.on(watched)
@@ -491,9 +569,12 @@ class OrderedVictims:
             size = min(LARGEST_BLOCK, size * 2)
 
     def combined(self) -> Combined:
-        """The queues' steps as one set of arrays (built once per search)."""
+        """The queues' steps as one set of arrays, brought up to date once per search."""
         if self._combined is None:
-            self._combined = Combined(self.queues, self.varying, nodes=self.session.snapshot.nodes.count)
+            self._combined = Combined(self.queues, nodes=self.session.snapshot.nodes.count)
+        elif not self._fresh:
+            self._combined.refresh()
+        self._fresh = True
         return self._combined
 
     def _in_order(self, every: Combined, ids: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
@@ -538,37 +619,105 @@ class OrderedVictims:
 
 
 class Combined:
-    """The steps of one search's queues as one set of arrays: a step's id is its queue's offset plus
-    its place in the queue (so ids ascend by queue, then place), and a row's id its queue's row offset
-    plus its place among the queue's rows. Only what every round reads of every step is copied (keys,
-    nodes); units and freed amounts are read from the queues for the few steps a round takes."""
+    """The steps of one set of queues as one set of arrays, kept across the searches of an action: each
+    queue owns a segment of the step arrays and one of the row arrays, with room to spare, and only the
+    segments of queues whose steps or keys changed since are written again (`refresh`). A step's id is
+    its queue's offset plus its place in the queue (so ids ascend by queue, then place), and a row's id
+    its queue's row offset plus its place among the queue's rows; the spare ids of a segment are never
+    valid (`valid`), and the spare rows, like a dead step's, lie on no node (node number `nodes`).
+    Besides what every round reads of every step (keys, nodes), the units and freed amounts are kept
+    here too, so a round reads those of the steps it takes with one index whatever their queues."""
 
-    def __init__(self, queues: Sequence[QueueSteps], varying: Sequence[npt.NDArray[np.float64]], *, nodes: int) -> None:
+    def __init__(self, queues: Sequence[QueueSteps], *, nodes: int) -> None:
         self.queues = list(queues)
         self.nodes = nodes
-        counts = np.array([len(q.keys) for q in queues], dtype=np.int64)
-        rows = np.array([q.row_node.size for q in queues], dtype=np.int64)
-        self.size = int(counts.sum())
-        self.offset = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        self.row_offset = np.concatenate([[0], np.cumsum(rows)]).astype(np.int64)
-        self.queue_of = np.repeat(np.arange(len(queues), dtype=np.int64), counts)
+        # each queue's room (steps, rows): what it has now and a quarter more to grow into
+        self.room = [(_roomy(len(q.keys)), _roomy(q.row_node.size)) for q in queues]
+        self.offset = _segments([steps for steps, _ in self.room])
+        self.row_offset = _segments([rows for _, rows in self.room])
+        self.size = int(self.offset[-1])
+        self.queue_of = np.repeat(np.arange(len(queues), dtype=np.int64), np.diff(self.offset))
         self.place = np.arange(self.size, dtype=np.int64) - self.offset[self.queue_of]
-        self.varying = np.concatenate([v[: len(q.keys)] for q, v in zip(queues, varying, strict=True)])
-        self.row_node = np.concatenate([q.row_node for q in queues])
-        # per step, how many rows it has and where they start among all rows (a queue's rows follow the
-        # previous queue's, each step's rows together and in step order); per row, its step
-        self.nrows = np.concatenate([q.nrows for q in queues])
-        ends = np.cumsum(self.nrows)
-        self.row_start = ends - self.nrows
-        self.row_step = np.repeat(np.arange(self.size, dtype=np.int64), self.nrows)
+        self.valid = np.zeros(self.size, dtype=np.bool_)  # a step of its queue (not a spare id)
+        self.varying = np.zeros(self.size)
+        # per step, how many rows it has and where they start among all rows (a queue's rows in its
+        # segment, each step's rows together and in step order); per row, its node and its step
+        self.nrows = np.zeros(self.size, dtype=np.int64)
+        self.row_start = np.zeros(self.size, dtype=np.int64)
+        self.row_node = np.full(int(self.row_offset[-1]), nodes, dtype=np.int64)  # `nodes`: on no node
+        self.row_step = np.zeros(int(self.row_offset[-1]), dtype=np.int64)
+        # what the walk reads only for the steps a round takes, kept too: one read instead of one per queue
+        self.unit = np.empty(self.size, dtype=object)
+        self.row_frees = np.zeros((int(self.row_offset[-1]), queues[0].row_frees.shape[1] if queues else 0))
+        self._freeing: dict[tuple[int, ...], BoolVector] = {}
+        # per segment, the queue's version and keys_version it was written at, and how many of the queue's
+        # patches it holds
+        self._seen: list[tuple[int, int, int]] = [(-1, -1, 0)] * len(queues)
+        self.refresh()
+
+    def fits(self, queues: Sequence[QueueSteps]) -> bool:
+        """Can these queues' steps (the same queue objects) be written into the segments?"""
+        if len(queues) != len(self.queues) or any(a is not b for a, b in zip(queues, self.queues, strict=True)):
+            return False
+        room = zip(queues, self.room, strict=True)
+        return all(len(q.keys) <= steps and q.row_node.size <= rows for q, (steps, rows) in room)
+
+    def refresh(self) -> None:
+        """Bring up to date the segments of the queues whose steps or keys changed since they were written:
+        only the steps the queue changed in place, where it was not rebuilt since (`QueueSteps.patched`)."""
+        for k, q in enumerate(self.queues):
+            version, keys_version, consumed = self._seen[k]
+            if version != q.version:
+                if version >= q.rebuilt:  # the patches from `consumed` on are those made since
+                    for _, places in q.patched[consumed:]:
+                        self._patch(k, q, places)  # a place patched twice is copied twice, the same
+                else:
+                    self._write_steps(k, q)
+            if version != q.version or keys_version != q.keys_version:
+                a = int(self.offset[k])
+                self.varying[a : a + len(q.keys)] = q.victim_keys()[0][1][: len(q.keys)]
+            self._seen[k] = (q.version, q.keys_version, len(q.patched))
+
+    def _write_steps(self, k: int, q: QueueSteps) -> None:
+        """Queue k's segments from its steps (the spare ids invalid, the spare rows nowhere)."""
+        a, b, n = int(self.offset[k]), int(self.offset[k + 1]), len(q.keys)
+        ra, rb, rows = int(self.row_offset[k]), int(self.row_offset[k + 1]), q.row_node.size
+        self.valid[a : a + n], self.valid[a + n : b] = q.alive, False
+        self.nrows[a : a + n], self.nrows[a + n : b] = q.nrows, 0
+        self.row_start[a : a + n] = ra + q.row_start[:-1]
+        self.row_node[ra : ra + rows], self.row_node[ra + rows : rb] = q.row_node, self.nodes
+        self.row_step[ra : ra + rows] = a + q.row_step
+        self.unit[a : a + n] = q.units
+        self.row_frees[ra : ra + rows] = q.row_frees
+        for resources, mask in self._freeing.items():
+            mask[a : a + n], mask[a + n : b] = q.freeing(resources), False
+
+    def _patch(self, k: int, q: QueueSteps, places: npt.NDArray[np.int64]) -> None:
+        """Queue k changed these steps in place (removed or written anew): copy them and their rows."""
+        a, ra = int(self.offset[k]), int(self.row_offset[k])
+        masks = [(mask, q.freeing(resources)) for resources, mask in self._freeing.items()]
+        starts = q.row_start
+        for at in places.tolist():  # a few steps: one at a time, cheaper than arrays of their places
+            self.valid[a + at], self.unit[a + at], self.nrows[a + at] = q.alive[at], q.units[at], q.nrows[at]
+            start, end = int(starts[at]), int(starts[at + 1])
+            self.row_node[ra + start : ra + end] = q.row_node[start:end]
+            self.row_frees[ra + start : ra + end] = q.row_frees[start:end]
+            for mask, theirs in masks:
+                mask[a + at] = theirs[at]
 
     def freeing(self, resources: tuple[int, ...]) -> BoolVector:
-        """[steps]: frees some amount of one of these resources on some node."""
-        return np.concatenate([q.freeing(resources) for q in self.queues])
+        """[steps]: frees some amount of one of these resources on some node (kept, patched per segment)."""
+        known = self._freeing.get(resources)
+        if known is None:
+            known = self._freeing[resources] = np.zeros(self.size, dtype=np.bool_)
+            for k, q in enumerate(self.queues):
+                a = int(self.offset[k])
+                known[a : a + len(q.keys)] = q.freeing(resources)
+        return known
 
     def on(self, nodes: npt.NDArray[np.int64]) -> BoolVector:
         """[steps]: has a pod on one of these nodes."""
-        flag = np.zeros(self.nodes, dtype=np.bool_)
+        flag = np.zeros(self.nodes + 1, dtype=np.bool_)  # the last: no node (spare and dead rows)
         flag[nodes] = True
         out = np.zeros(self.size, dtype=np.bool_)
         out[self.row_step[flag[self.row_node]]] = True
@@ -583,30 +732,12 @@ class Combined:
 
     def frees(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
         """What these rows free [rows, R]."""
-        queue = np.searchsorted(self.row_offset, rows, side="right") - 1
-        out = np.empty((rows.size, self.queues[0].row_frees.shape[1] if self.queues else 0))
-        for k in np.unique(queue).tolist():
-            chosen = queue == k
-            out[chosen] = self.queues[k].row_frees[rows[chosen] - self.row_offset[k]]
-        return out
+        return self.row_frees[rows]
 
     def units(self, ids: npt.NDArray[np.int64]) -> list[VictimUnit]:
         """The units of these steps, in this order."""
-        out = np.empty(ids.size, dtype=object)
-        queue = self.queue_of[ids]
-        for k in np.unique(queue).tolist():
-            chosen = queue == k
-            out[chosen] = self.queues[k].units[self.place[ids[chosen]]]
-        units: list[VictimUnit] = out.tolist()
+        units: list[VictimUnit] = self.unit[ids].tolist()
         return units
-
-
-def _advance(at: list[int], queue_of: npt.NDArray[np.int64], index: npt.NDArray[np.int64]) -> None:
-    """Move each queue's cursor past its steps among these."""
-    for q in range(len(at)):
-        taken = index[queue_of == q]
-        if taken.size:
-            at[q] = int(taken[-1]) + 1
 
 
 def _lost_head(old: tuple[PlanStep, ...] | None, plan: tuple[PlanStep, ...]) -> int | None:
@@ -623,8 +754,19 @@ def _lost_head(old: tuple[PlanStep, ...] | None, plan: tuple[PlanStep, ...]) -> 
 
 def _ranges(starts: npt.NDArray[np.int64], counts: npt.NDArray[np.int64], total: int) -> npt.NDArray[np.int64]:
     """The integer ranges [start, start + count) one after another."""
-    ends = np.cumsum(counts)
-    return np.repeat(starts, counts) + np.arange(total, dtype=np.int64) - np.repeat(ends - counts, counts)
+    # each range's start, less where its first element falls among all, plus each element's place
+    shift = starts - (np.cumsum(counts) - counts)
+    return np.repeat(shift, counts) + np.arange(total, dtype=np.int64)
+
+
+def _roomy(count: int) -> int:
+    """The size of a segment for `count` steps (or rows): room for a quarter more, at least 16 more."""
+    return count + count // 4 + 16
+
+
+def _segments(sizes: Sequence[int]) -> npt.NDArray[np.int64]:
+    """Where segments of these sizes start one after another, and the end [len + 1]."""
+    return np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).astype(np.int64)
 
 
 def _dense_ranks(values: Sequence[tuple[object, ...]]) -> list[int]:
@@ -668,6 +810,21 @@ class VictimSteps:
         self.pool = pool
         self.by_queue = _shared(pool.session)  # every action of the session keeps the same steps
         self.ties: dict[tuple[int, ...], dict[int, int] | None] = {}  # tie orders are session constants
+        self.combined: dict[tuple[int, ...], Combined] = {}  # per set of queues, kept across searches
+        # the job versions last looked at, and the queues with a job changed since whose steps have not
+        # caught up (all at first: the steps may come from an earlier action, or be new)
+        self.versions = pool.session.job_version.copy()
+        self.job_queue = np.array([job.queue for job in pool.session.snapshot.jobs], dtype=np.int64)
+        self.stale: set[int] = set(pool.queues)
+
+    def _note_changes(self) -> None:
+        """Mark stale the queues with a job whose version moved since the last look: one comparison over
+        every job per search instead of one per queue (most queues have no job changed between two)."""
+        current = self.pool.session.job_version
+        changed = np.flatnonzero(current != self.versions)
+        if changed.size:
+            self.versions[changed] = current[changed]
+            self.stale.update(self.job_queue[changed].tolist())
 
     def ordered(self, queues: Sequence[int], *, below_priority: int | None = None) -> OrderedVictims | None:
         """The victims of these leaf queues in the victim order, or None where the order must be walked
@@ -685,13 +842,23 @@ class VictimSteps:
         rank = self.ties[key]
         if rank is None:
             return None
+        self._note_changes()
         steps = []
         for q in queues:
             known = self.by_queue.get(q)
-            if known is not None and not known.serves(self.pool) and not known.adopt(self.pool):
-                known = None
+            if known is None or not known.serves(self.pool):
+                self.stale.add(q)
+                if known is not None and not known.adopt(self.pool):
+                    known = None
             if known is None:
                 known = self.by_queue[q] = QueueSteps(self.pool, q)
-            known.sync()
+            if q in self.stale:
+                known.sync()
+                self.stale.discard(q)
             steps.append(known)
-        return OrderedVictims(session, steps, below_priority=below_priority, ties=[rank[q] for q in queues])
+        combined = self.combined.get(key)
+        if combined is None or not combined.fits(steps):
+            combined = self.combined[key] = Combined(steps, nodes=session.snapshot.nodes.count)
+        return OrderedVictims(
+            session, steps, below_priority=below_priority, ties=[rank[q] for q in queues], combined=combined
+        )

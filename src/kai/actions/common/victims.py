@@ -109,8 +109,8 @@ def _bucket(job: Job, alive_total: int) -> int:
 _ALIVE = np.array(sorted(ALIVE), dtype=np.int8)
 
 
-_RUNNING = np.int8(TaskStatus.RUNNING)
-_RELEASING = np.int8(TaskStatus.RELEASING)
+_RUNNING_BYTE = np.int8(TaskStatus.RUNNING).tobytes()[0]  # a pod state as one byte of a job's `state`
+_RELEASING_BYTE = np.int8(TaskStatus.RELEASING).tobytes()[0]
 
 
 def _tail(
@@ -120,12 +120,12 @@ def _tail(
     running to releasing, nothing else changed): the rest of that plan, else None. `_plan` takes the
     pods in the same order from the state its first steps leave, so it would make the same steps."""
     before, plan = cached
-    was = np.frombuffer(before, dtype=np.int8)
-    now = np.frombuffer(state, dtype=np.int8)
-    changed = np.flatnonzero(was != now)
-    if not (bool(np.all(was[changed] == _RUNNING)) and bool(np.all(now[changed] == _RELEASING))):
+    # the states as bytes, compared in Python (a job has few pods: cheaper than arrays)
+    changed = [i for i, (was, now) in enumerate(zip(before, state, strict=True)) if was != now]
+    if any(before[i] != _RUNNING_BYTE or state[i] != _RELEASING_BYTE for i in changed):
         return None
-    gone = set(session.job_order_tasks[job.index][changed].tolist())
+    order = session.job_order_tasks[job.index]
+    gone = {int(order[i]) for i in changed}
     taken: set[int] = set()
     for k, step in enumerate(plan):
         if taken == gone:
@@ -408,7 +408,7 @@ def _elastic_plans(session: Session, jobs: Sequence[Job]) -> list[tuple[PlanStep
     place = np.arange(tasks.size, dtype=np.int64) - starts[owner]
     padded = np.zeros((len(jobs), int(counts.max()), 3))
     padded[owner, place] = session.task_charge[tasks]
-    held = np.cumsum(padded, axis=1).tolist()
+    held = np.cumsum(padded, axis=1)[owner, place].tolist()  # per running pod, what it and those before hold
     # the rest, at once: the first `floor` running pods of each job
     kept = place < floors[owner]
     finals = _whole_steps(session, jobs, tasks[kept], owner[kept])
@@ -419,11 +419,10 @@ def _elastic_plans(session: Session, jobs: Sequence[Job]) -> list[tuple[PlanStep
     plans: list[tuple[PlanStep, ...]] = []
     for k, job in enumerate(jobs):
         start, count, floor = int(starts[k]), int(counts[k]), int(floors[k])
-        sums = held[k]
         steps: list[PlanStep] = []
         for alive in range(count, floor, -1):  # the surplus pods, the last running one first
             t = start + alive - 1
-            h = sums[alive - 1]
+            h = held[t]
             steps.append(
                 PlanStep(
                     unit=VictimUnit(job=job.index, tasks=(task_list[t],), whole=False),
