@@ -84,6 +84,11 @@ def _snapshot(
     for k, (gpus, cpu) in enumerate(gang):
         pod = _pod(f"gang-{k:02d}", gpus=gpus, cpu=cpu, selector=selector)
         pods.append(PodState(pod=pod, status=TaskStatus.PENDING, podgroup="gang"))
+    return one_queue_snapshot(node_objects, pods, groups)
+
+
+def one_queue_snapshot(nodes: list[Node], pods: list[PodState], groups: list[PodGroup]) -> Snapshot:
+    """These nodes, pods and PodGroups with one queue `q` of unlimited quota, at `NOW`."""
     queue = Queue(
         meta=ObjectMeta(name="q", creation_timestamp=0.0),
         display_name="",
@@ -95,7 +100,7 @@ def _snapshot(
     )
     return build_snapshot(
         now=NOW,
-        nodes=node_objects,
+        nodes=nodes,
         pods=pods,
         foreign_pods=[],
         podgroups=groups,

@@ -17,16 +17,14 @@ from hypothesis import strategies as st
 
 from kai.api.meta import ObjectMeta
 from kai.api.node import Node
-from kai.api.priority import default_priority_class
-from kai.api.queue import Queue
 from kai.core.model import BoolVector, Snapshot, Task, TaskStatus
 from kai.core.resources import CPU, GPU, Vector
 from kai.core.scores import CPU_ONLY_NODE, MAX_PLACEMENT, NOMINATED
 from kai.core.session import SchedulerConfig, Session
-from kai.core.snapshot_builder import PodState, build_snapshot
+from kai.core.snapshot_builder import PodState
 from kai.plugins.nodeorder import nominated_scores, placement_scores, resource_type_scores, shared_gpu_room
 from kai.scheduler.cycle import open_session
-from tests.test_gang_placement import NOW, UNLIMITED, _group, _pod
+from tests.test_gang_placement import _group, _pod, one_queue_snapshot
 
 # (GPUs, GPUs held by running pods, of which being released, CPU cores)
 node_specs = st.tuples(st.sampled_from([0, 4, 8]), st.integers(0, 8), st.integers(0, 3), st.sampled_from([8.0, 96.0]))
@@ -48,24 +46,7 @@ def _snapshot(nodes: list[tuple[int, int, int, float]], pods: list[tuple[float, 
     for k, (asked, cpu) in enumerate(pods):
         pod = _pod(f"new-{k}", gpus=asked, cpu=cpu)
         states.append(PodState(pod=pod, status=TaskStatus.PENDING, podgroup=pod.meta.name))
-    queue = Queue(
-        meta=ObjectMeta(name="q", creation_timestamp=0.0),
-        display_name="",
-        parent=None,
-        priority=100,
-        resources={"gpu": UNLIMITED, "cpu": UNLIMITED, "memory": UNLIMITED},
-        preempt_min_runtime=None,
-        reclaim_min_runtime=None,
-    )
-    return build_snapshot(
-        now=NOW,
-        nodes=node_objects,
-        pods=states,
-        foreign_pods=[],
-        podgroups=[_group(s.podgroup or "", 1) for s in states],
-        queues=[queue],
-        priority_classes={"train": default_priority_class("train", 50)},
-    ).snapshot
+    return one_queue_snapshot(node_objects, states, [_group(s.podgroup or "", 1) for s in states])
 
 
 # ----------------------------------------------------------------- the reference: every node, a mask
