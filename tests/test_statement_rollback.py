@@ -2,7 +2,9 @@
 operations changed, bit for bit (node idle and releasing resources, task status, node and devices,
 alive pods per podset, queue allocations, shared devices and their rooms), through evictions,
 placements (on idle or pipelined onto releasing resources) and pods sharing GPUs. The victim search
-undoes thousands of simulated evictions per cycle: a drift would change later decisions.
+undoes thousands of simulated evictions per cycle: a drift would change later decisions. The shared
+portions drawn are exact binary fractions (a device's portion in use is a float sum: with other
+fractions, adding and then subtracting one may leave the last bit changed, whatever the undo does).
 Deterministic (seeded generators).
 """
 
