@@ -447,16 +447,19 @@ class Session:
         return path
 
     def _charge_queue(self, job: Job, charge: Vector, sign: float) -> None:
-        """Add (sign +1) or remove (-1) a task's charge on its queue and every ancestor."""
+        """Add (sign +1) or remove (-1) a task's charge on its queue and every ancestor.
+
+        Removing subtracts the charge, as adding its negation would (the same float results), and
+        in place on each row's view (no product array, no write back of the row)."""
         if job.queue < 0:
             return
-        delta = sign * charge
+        change: Callable[[Vector, Vector], object] = operator.iadd if sign > 0 else operator.isub
         allocated, allocated_np, changes = self.queue_allocated, self.queue_allocated_np, self.queue_changes
         for queue in self._ancestor_list(job.queue):  # row by row: a path names each queue once
-            allocated[queue] += delta
+            change(allocated[queue], charge)
             changes[queue] += 1
             if not job.preemptible:
-                allocated_np[queue] += delta
+                change(allocated_np[queue], charge)
 
     # ----------------------------------------------------------------- task and job state
     def free(self, resource: int, nodes: NodeIndices | slice = slice(None)) -> Vector:

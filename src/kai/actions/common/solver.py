@@ -199,7 +199,7 @@ class _Search:
         if all(check(s, victim, charge) is None for check in s.capacity_checks):
             cp = stmt.checkpoint()
             for t in back:
-                if place_task(s, stmt, s.task(t), why=False) is not None:
+                if place_task(s, stmt, s.snapshot.tasks[t], why=False) is not None:
                     stmt.rollback(cp)
                     mine = {}
                     break
@@ -218,21 +218,21 @@ class _Search:
         the result (the caller rolls back). Returns the scenario and the victim pods that stay put."""
         s, stmt = self.session, self.stmt
         searches.charge(s, stmt.action)
-        for unit in units:
-            for t in unit.tasks:
-                stmt.evict(s.task(t), preemptor=self.preemptor.key, message="")
+        tasks, jobs = s.snapshot.tasks, s.snapshot.jobs
+        preemptor = self.preemptor.key  # one string for every eviction
         by_job: dict[int, list[VictimUnit]] = {}
         for unit in units:
+            for t in unit.tasks:
+                stmt.evict(tasks[t], preemptor=preemptor, message="")
             by_job.setdefault(unit.job, []).append(unit)
-        jobs = s.snapshot.jobs
         # each victim job gets back, in task order, the pods its gang minimum needs (or one pod if it
         # only lost surplus pods); the preemptor and the victim jobs go in the session's job order,
         # a victim job's attempt being those pods (KAI's virtual allocation of preemptor and victims)
         backs: dict[int, list[int]] = {}
         for j, job_units in by_job.items():
             evicted = self._in_task_order(j, (t for unit in job_units for t in unit.tasks))
-            backs[j] = self._to_replace(jobs[j], evicted)
-            s.simulated_attempts[j] = s.job_request([s.task(t) for t in backs[j]])
+            back = backs[j] = self._to_replace(jobs[j], evicted)
+            s.simulated_attempts[j] = s.job_request([tasks[t] for t in back])
         order = JobsByQueue(s, [self.preemptor, *(jobs[j] for j in sorted(by_job))])
         lost: list[VictimUnit] = []
         placed: dict[int, int] = {}
