@@ -121,6 +121,7 @@ def test_steps_kept_in_step_are_the_steps_built_afresh(spec: dict[str, int], mon
         assert sorted(self.place.values()) == np.flatnonzero(self.alive).tolist()
         assert all(self.keys[at] == key for key, at in self.place.items())
         assert not self.holds[~self.alive].any()
+        assert self.holds.flags.f_contiguous, "the holdings are kept column by column (victim_keys)"
         used = np.zeros(self.row_node.size, dtype=np.bool_)
         used[self.step_rows(np.flatnonzero(self.alive))[1]] = True
         assert set(self.row_node[~used].tolist()) <= {self.nowhere}

