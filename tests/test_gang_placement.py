@@ -36,6 +36,13 @@ node_specs = st.tuples(
     st.integers(0, 9),  # 0: cordoned
 )
 shapes = st.tuples(st.sampled_from([1.0, 2.0, 4.0, 8.0]), st.sampled_from([1.0, 8.0, 30.0]))  # (GPUs, cores)
+clusters = st.lists(node_specs, min_size=1, max_size=12)
+
+
+# the drawn examples' settings (deterministic: derandomized, no database)
+DRAWN = settings(
+    max_examples=100, derandomize=True, database=None, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 def _pod(name: str, *, gpus: float, cpu: float, node: str = "", selector: bool = False) -> Pod:
@@ -141,11 +148,9 @@ def _pod_by_pod(snapshot: Snapshot, config: SchedulerConfig) -> tuple[str | None
     return None, [(int(session.node[t]), int(session.status[t])) for t in tasks]
 
 
-@settings(
-    max_examples=100, derandomize=True, database=None, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+@DRAWN
 @given(
-    nodes=st.lists(node_specs, min_size=1, max_size=12),
+    nodes=clusters,
     first=shapes,
     second=shapes,
     sizes=st.tuples(st.integers(1, 24), st.integers(0, 6)),
@@ -202,7 +207,7 @@ def _in_two_parts(
 
 @settings(max_examples=60, derandomize=True, database=None, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    nodes=st.lists(node_specs, min_size=1, max_size=12),
+    nodes=clusters,
     first=shapes,
     second=shapes,
     sizes=st.tuples(st.integers(2, 24), st.integers(0, 6)),

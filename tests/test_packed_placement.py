@@ -9,7 +9,7 @@ Deterministic (derandomized, no example database).
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from kai.actions.common.placement import _packed_best, _packs, _scored_best, place_task
@@ -17,14 +17,12 @@ from kai.core import fit as fit_lib
 from kai.core.session import SchedulerConfig
 from kai.core.statement import Statement
 from kai.scheduler.cycle import open_session
-from tests.test_gang_placement import _gang, _snapshot, node_specs, shapes
+from tests.test_gang_placement import DRAWN, _gang, _snapshot, clusters, shapes
 
 
-@settings(
-    max_examples=100, derandomize=True, database=None, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+@DRAWN
 @given(
-    nodes=st.lists(node_specs, min_size=1, max_size=12),
+    nodes=clusters,
     first=shapes,
     second=shapes,
     sizes=st.tuples(st.integers(1, 16), st.integers(0, 6)),

@@ -19,16 +19,13 @@ from kai.api.meta import ObjectMeta
 from kai.api.node import Node
 from kai.api.pod import GpuShare, Pod
 from kai.api.podgroup import PodGroup
-from kai.api.priority import default_priority_class
-from kai.api.queue import Queue, QueueResource
 from kai.core.model import Snapshot, TaskStatus
 from kai.core.session import SchedulerConfig, Session
-from kai.core.snapshot_builder import PodState, build_snapshot
+from kai.core.snapshot_builder import PodState
 from kai.core.statement import Statement
 from kai.scheduler.cycle import open_session
+from tests.test_gang_placement import NOW, one_queue_snapshot
 
-NOW = 1000.0
-UNLIMITED = QueueResource(quota=-1.0, limit=-1.0, over_quota_weight=1.0)
 State = tuple[object, ...]
 RUNNING, ALLOCATED = int(TaskStatus.RUNNING), int(TaskStatus.ALLOCATED)
 
@@ -129,24 +126,7 @@ def _shared_gpu_snapshot() -> Snapshot:
         )
         for p in pods
     ]
-    queue = Queue(
-        meta=ObjectMeta(name="q", creation_timestamp=0.0),
-        display_name="",
-        parent=None,
-        priority=100,
-        resources={"gpu": UNLIMITED, "cpu": UNLIMITED, "memory": UNLIMITED},
-        preempt_min_runtime=None,
-        reclaim_min_runtime=None,
-    )
-    return build_snapshot(
-        now=NOW,
-        nodes=nodes,
-        pods=pods,
-        foreign_pods=[],
-        podgroups=groups,
-        queues=[queue],
-        priority_classes={"train": default_priority_class("train", 50)},
-    ).snapshot
+    return one_queue_snapshot(nodes, pods, groups)
 
 
 def test_rollback_restores_every_array_exactly() -> None:
