@@ -233,7 +233,7 @@ class Session:
         # per node, a counter statements bump whenever the node's resources or shared devices change
         self.node_version: npt.NDArray[np.int64] = np.zeros(nodes.count, dtype=np.int64)
         self.node_changes = 0  # the sum of node_version (statements bump both): whether any node changed
-        self._attempt_cache: dict[int, tuple[int, Vector, Triple]] = {}  # by job version: request, as a triple
+        self._attempt_cache: dict[int, tuple[int, Vector]] = {}
         self._tasks_cache: dict[int, tuple[int, tuple[Task, ...]]] = {}  # tasks_to_allocate, by job version
         self._job_keys: dict[int, tuple[int, tuple[object, ...]]] = {}  # job_key, by job version
         self._exists: dict[int, Counts] = {}  # _existing: snapshot statuses only, so once per job
@@ -317,7 +317,8 @@ class Session:
         known = self._allocation_keys.get(queue)
         if known is not None and known[0] == stamp and known[1] is simulated:
             return known[2]
-        key = self.queue_order.key(self, queue, self.allocated_triple(queue), self._attempt_triple(job), NOTHING)
+        request = _triple(self.attempt_request(job))
+        key = self.queue_order.key(self, queue, self.allocated_triple(queue), request, NOTHING)
         self._allocation_keys[queue] = (stamp, simulated, key)
         return key
 
@@ -502,23 +503,11 @@ class Session:
         simulated = self.simulated_attempts.get(job.index)
         if simulated is not None:
             return simulated
-        return self._attempt(job)[1]
-
-    def _attempt(self, job: Job) -> tuple[int, Vector, Triple]:
-        """The job's next attempt outside a simulation: (job version, its request, the request as a triple)."""
         version = int(self.job_version[job.index])
         cached = self._attempt_cache.get(job.index)
         if cached is None or cached[0] != version:
-            value = self.job_request(self.tasks_to_allocate(job))
-            cached = self._attempt_cache[job.index] = (version, value, _triple(value))
-        return cached
-
-    def _attempt_triple(self, job: Job) -> Triple:
-        """`attempt_request` as Python floats."""
-        simulated = self.simulated_attempts.get(job.index)
-        if simulated is not None:
-            return _triple(simulated)
-        return self._attempt(job)[2]
+            cached = self._attempt_cache[job.index] = (version, self.job_request(self.tasks_to_allocate(job)))
+        return cached[1]
 
     def not_ready(self, job: Job) -> list[tuple[str, int, int]]:
         """KAI's readiness: (podset, minimum, existing pods) for each podset with fewer pods than its minimum.
