@@ -4,10 +4,13 @@ earlier cycle on the same cluster, which are skipped with exactly the decisions 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
 import pytest
 from benchmarks.clusters import NOW, reclaim_cluster, starving_cluster
 
+from kai.actions.common import solver
+from kai.actions.common.victims import VictimUnit
 from kai.core.decisions import CycleResult, HopelessSearches, SearchReport
 from kai.core.model import Snapshot
 from kai.core.session import SchedulerConfig
@@ -94,3 +97,29 @@ def test_next_clock_event_is_the_first_minimum_runtime_or_delay_to_end() -> None
     jobs[2] = dataclasses.replace(jobs[2], preemption_delay=30.0, creation=NOW - 10.0, last_eviction=None)
     delayed = dataclasses.replace(timed, jobs=tuple(jobs))
     assert next_clock_event(open_session(delayed, SchedulerConfig())) == pytest.approx(NOW + 20.0 - MARGIN)
+
+
+@pytest.mark.parametrize("budgets", [{}, {"reclaim": 24}, {"reclaim": 33}], ids=["unlimited", "budget-24", "budget-33"])
+def test_a_try_that_failed_is_not_simulated_again_and_costs_the_same(
+    budgets: dict[str, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Within one search, a try (or a judged set of victims) that failed is charged again, not simulated
+    again: the same decisions and search reports as simulating it, with fewer simulations."""
+    snapshot = reclaim_cluster(nodes=40, seed=1).built().snapshot  # a cluster where tries repeat
+    config = SchedulerConfig(max_action_scenarios=budgets)
+    simulated: list[int] = []
+    simulate = solver._Search.simulate
+
+    def counted(self: solver._Search, units: Sequence[VictimUnit]) -> tuple[solver.Scenario, set[int]] | None:
+        simulated.append(len(units))
+        return simulate(self, units)
+
+    monkeypatch.setattr(solver._Search, "simulate", counted)
+    remembered = run_cycle(snapshot, config)
+    with_memory = len(simulated)
+    simulated.clear()
+    monkeypatch.setattr(solver._Search, "recharged", lambda self, attempt: False)
+    searched = run_cycle(snapshot, config)
+    assert with_memory < len(simulated)
+    assert _decisions(remembered) == _decisions(searched)
+    assert remembered.searches == searched.searches and remembered.hopeless == searched.hopeless

@@ -16,7 +16,9 @@ other evicted pods are lost. Victims on nodes the preemptor does not use are the
 scenario simulated again. The action's validator judges what is really lost; the first valid
 scenario wins and stays applied; if some victims could stay where they run, it is simulated again
 without them (simulations are deterministic) and kept if still valid. Its evictions get their
-messages once the outcome is known. Between scenarios the statement is back where it started.
+messages once the outcome is known. Between scenarios the statement is back where it started, so a
+try that failed earlier in the same search (the same victims tried, or the same victims judged) would
+fail again: it is charged to the budget what it cost, not simulated again (`_Search.recharged`).
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ class Scenario:
 
 
 Validator = Callable[[Scenario], bool]
+UnitsKey = tuple[tuple[int, tuple[int, ...], bool], ...]  # victim units as (job, tasks, whole), in order
 Messenger = Callable[[Scenario, int], str]  # (scenario, victim task) -> eviction message
 
 
@@ -123,6 +126,20 @@ class _Search:
         self.task_indices = tuple(t.index for t in tasks)
         self.request = session.job_request(self.tasks)  # task charges are session constants
         self._ranks: dict[int, dict[int, int]] = {}  # per victim job: task -> place in its task order
+        # the tries that failed in this search, with the scenarios each simulated (see `recharged`)
+        self.failed: dict[tuple[str, UnitsKey], int] = {}
+
+    def recharged(self, attempt: tuple[str, UnitsKey]) -> bool:
+        """Has this try (or this judged set of units) failed before in this search? Then it would fail
+        again (every try starts from the same statement, and simulations and validators are
+        deterministic): it is not simulated, and the action is charged the scenarios it cost, so the
+        budget runs out at the same scenario either way."""
+        cost = self.failed.get(attempt)
+        if cost is None:
+            return False
+        for _ in range(cost):
+            searches.charge(self.session, self.stmt.action)
+        return True
 
     def capacity_ok(self) -> bool:
         s = self.session
@@ -477,6 +494,10 @@ def _solve(
     return None
 
 
+def _units_key(units: Sequence[VictimUnit]) -> UnitsKey:
+    return tuple((u.job, u.tasks, u.whole) for u in units)
+
+
 def _simulate_at(
     search: _Search, start: int, scan: _Scan, nodes: list[int], validate: Validator, message: Messenger
 ) -> Scenario | None:
@@ -518,23 +539,37 @@ def _try(
     at `start`.
     """
     session, stmt = search.session, search.stmt
+    tried = _units_key(units)
+    if search.recharged(("try", tried)):
+        return None
     found = search.simulate(units)
     if found is None:
         stmt.rollback(start)
+        search.failed[("try", tried)] = 1
         return None
     touched = {int(session.node[t]) for t in search.task_indices}
     tasks = session.snapshot.tasks
     needed = [u for u in units if any(tasks[t].node in touched for t in u.tasks)]
+    judged = tried  # the units of the scenario the validator judges
+    first = 0  # scenarios simulated before it
     if len(needed) < len(units):
         # victims on nodes the preemptor does not use are not needed: simulate without them
         stmt.rollback(start)
+        judged, first = _units_key(needed), 1
+        if search.recharged(("judged", judged)):
+            search.failed[("try", tried)] = 1 + search.failed[("judged", judged)]
+            return None
         found = search.simulate(needed)
         if found is None:
             stmt.rollback(start)
+            search.failed[("judged", judged)] = 1
+            search.failed[("try", tried)] = 2
             return None
     scenario, stays = found
     if not validate(scenario):
         stmt.rollback(start)
+        search.failed[("judged", judged)] = 1
+        search.failed[("try", tried)] = first + 1
         return None
     return scenario, stays, needed
 
