@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from kai.actions.common.rooms import node_rooms
 from kai.core.model import Task
 from kai.core.resources import QUEUE_RESOURCES
 from kai.core.session import Session
@@ -29,14 +30,35 @@ SLACK = 1e-6
 
 
 def could_free_enough(session: Session, tasks: Sequence[Task], losing_queues: Iterable[int]) -> bool:
-    """False when no scenario could make room for `tasks` with victims lost only from `losing_queues`."""
-    need = np.sum([t.request[list(QUEUE_RESOURCES)] for t in tasks], axis=0)
-    if not np.any(need > SLACK):
-        return True
+    """False when no scenario could make room for `tasks` with victims lost only from `losing_queues`.
+
+    The free room is the session's exact sum kept up to date (`kai.actions.common.rooms.FreeRoom`): the
+    answer is the one the float sum made afresh gives, decided at both ends of the interval that sum
+    lies in, and made afresh only when they disagree (`enough` only grows with the free room)."""
     columns = list(QUEUE_RESOURCES)
-    free = np.maximum(session.idle[:, columns] + session.releasing[:, columns], 0.0).sum(axis=0)
+    if any(t.is_shared_gpu for t in tasks):
+        need = np.sum([t.request[columns] for t in tasks], axis=0)
+    else:
+        need = session.job_request(list(tasks))  # the same rows (charges are requests), summed alike
+    wanted = need.tolist()
+    if not any(amount > SLACK for amount in wanted):
+        return True
     losing = list(losing_queues)
-    if losing:
-        free = free + session.queue_allocated[losing].sum(axis=0)
-    free[0] += sum(len(devices) for devices in session.devices.values())
-    return bool(np.all(free + SLACK >= need))
+    held = session.queue_allocated[losing].sum(axis=0).tolist() if losing else None
+    room = node_rooms(session).free_room(session)
+    devices = room.devices
+
+    def enough(free: list[float]) -> bool:
+        free = [f + h for f, h in zip(free, held, strict=True)] if held is not None else list(free)
+        free[0] += devices
+        return all(f + SLACK >= n for f, n in zip(free, wanted, strict=True))
+
+    bounds = room.bounds()
+    if bounds is not None:
+        low, high = bounds
+        if enough(low):
+            return True
+        if not enough(high):
+            return False
+    fresh = np.maximum(session.idle[:, columns] + session.releasing[:, columns], 0.0).sum(axis=0)
+    return enough(fresh.tolist())

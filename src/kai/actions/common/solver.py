@@ -24,7 +24,6 @@ fail again: it is charged to the budget what it cost, not simulated again (`_Sea
 from __future__ import annotations
 
 import dataclasses
-import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -34,17 +33,17 @@ import numpy.typing as npt
 from kai.actions.common import searches
 from kai.actions.common.job_order import JobsByQueue
 from kai.actions.common.placement import place_task, place_tasks
+from kai.actions.common.rooms import capacity as _capacity
+from kai.actions.common.rooms import node_rooms
 from kai.actions.common.victim_steps import OrderedVictims, StepBlock, StepKey
 from kai.actions.common.victims import VictimUnit
 from kai.actions.common.victims import frees as victim_frees
-from kai.core import fit as fit_lib
 from kai.core.model import BoolVector, Job, Task
 from kai.core.resources import Vector
 from kai.core.session import Session
 from kai.core.statement import Statement
 
 EPS = 1e-9
-UNBOUNDED = 1 << 20  # pods of a shape that asks for nothing
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -62,17 +61,6 @@ UnitsKey = tuple[tuple[int, tuple[int, ...], bool], ...]  # victim units as (job
 Messenger = Callable[[Scenario, int], str]  # (scenario, victim task) -> eviction message
 
 
-def _mask(session: Session, tasks: Sequence[Task]) -> BoolVector:
-    mask = np.zeros(session.snapshot.nodes.count, dtype=bool)
-    seen: set[int] = set()
-    for task in tasks:
-        if task.constraint in seen:
-            continue
-        seen.add(task.constraint)
-        mask |= fit_lib.predicate_mask(session, task)
-    return mask
-
-
 def _shapes(tasks: Sequence[Task]) -> tuple[np.ndarray, np.ndarray]:
     """The preemptor's distinct pod requests [S, R] and how many pods ask for each [S]."""
     counts: dict[tuple[float, ...], int] = {}
@@ -81,40 +69,6 @@ def _shapes(tasks: Sequence[Task]) -> tuple[np.ndarray, np.ndarray]:
         counts[shape] = counts.get(shape, 0) + 1
     shapes = sorted(counts)  # as np.unique(axis=0) orders them, at a fraction of its cost
     return np.array(shapes, dtype=np.float64).reshape(len(shapes), -1), np.array([counts[s] for s in shapes])
-
-
-def _capacity(free: np.ndarray, shapes: np.ndarray) -> np.ndarray:
-    """How many pods of each shape fit on each node's free resources, ignoring the others [S, n]."""
-    asked = shapes > EPS
-    per = np.where(asked[:, None, :], (free[None, :, :] + EPS) / np.where(asked, shapes, 1.0)[:, None, :], np.inf)
-    cap = np.floor(per.min(axis=2))
-    return np.where(np.isfinite(cap), cap, float(UNBOUNDED))
-
-
-_ROOMS: weakref.WeakKeyDictionary[Session, dict[bytes, tuple[npt.NDArray[np.int64], np.ndarray]]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def _free_capacity(session: Session, free: np.ndarray, shapes: np.ndarray) -> np.ndarray:
-    """`_capacity(free, shapes)` for `free` = every node's idle plus releasing room, kept per shape set for
-    the session and computed again only on the nodes a statement changed since (`node_version`): each
-    node's count depends on that node's room alone. The kept array: read it, never write it."""
-    rooms = _ROOMS.get(session)
-    if rooms is None:
-        rooms = _ROOMS[session] = {}
-    key = shapes.tobytes() + bytes(shapes.shape[1:])
-    known = rooms.get(key)
-    versions = session.node_version
-    if known is None:
-        cap = _capacity(free, shapes)
-    else:
-        seen, cap = known
-        changed = np.flatnonzero(versions != seen)
-        if changed.size:
-            cap[:, changed] = _capacity(free[changed], shapes)
-    rooms[key] = (versions.copy(), cap)
-    return cap
 
 
 class _Search:
@@ -276,13 +230,16 @@ class _Scan:
     """
 
     def __init__(self, session: Session, tasks: Sequence[Task]) -> None:
-        self.mask = _mask(session, tasks)
+        # the free room, the nodes the preemptor may use and their pod counts are kept for the session
+        # and brought up to date on the nodes changed since (`kai.actions.common.rooms`): read only
+        rooms = node_rooms(session)
+        self.mask = rooms.mask(session, tasks)
         self.shapes, self.counts = _shapes(tasks)
-        self.base = session.idle + session.releasing
-        self.freed = np.zeros_like(self.base)
-        self.cap_base = np.where(self.mask[None, :], _free_capacity(session, self.base, self.shapes), 0.0)
+        self.cap_base, self.base_total = rooms.counts(session, self.shapes, tasks)
+        self.base = rooms.base
+        self.freed = np.zeros(self.base.shape)
         self.cap = self.cap_base.copy()
-        self.total = self.cap.sum(axis=1)
+        self.total = self.base_total.copy()
         self.taken: list[VictimUnit] = []
         self.taken_key: list[StepKey] = []  # each taken unit's place in the victim order
         self.taken_at: dict[StepKey, int] = {}  # and back
@@ -504,8 +461,7 @@ def _simulate_at(
     """The newest victim made room: first the victims on one of its nodes at a time (the least
     disruptive), as KAI tries each node of its latest victim, then every victim on a node where victims
     make room. The first valid scenario is left applied, with its messages, and returned."""
-    cap, cap_base, counts = scan.cap, scan.cap_base, scan.counts
-    base_total = cap_base.sum(axis=1)
+    cap, cap_base, counts, base_total = scan.cap, scan.cap_base, scan.counts, scan.base_total
     count = cap.shape[1]
     tried: list[list[VictimUnit]] = []
     for n in nodes:
