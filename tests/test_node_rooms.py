@@ -70,6 +70,8 @@ def _groups(session: Session, rng: random.Random) -> list[list[Task]]:
 
 
 def _check(session: Session, groups: list[list[Task]], rng: random.Random) -> None:
+    logged = np.bincount(np.array(session.node_log, dtype=np.int64), minlength=session.snapshot.nodes.count)
+    assert logged.tolist() == session.node_version.tolist()  # every change logged, once
     rooms = rooms_lib.node_rooms(session)
     queues = len(session.snapshot.queues)
     for tasks in rng.sample(groups, rng.randint(1, len(groups))):  # some kept values lag behind others

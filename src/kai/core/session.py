@@ -233,6 +233,9 @@ class Session:
         # per node, a counter statements bump whenever the node's resources or shared devices change
         self.node_version: npt.NDArray[np.int64] = np.zeros(nodes.count, dtype=np.int64)
         self.node_changes = 0  # the sum of node_version (statements bump both): whether any node changed
+        # every node a statement changed, in order (one entry per node_version increment): which nodes
+        # changed since some point, read without comparing every node's counter
+        self.node_log: list[int] = []
         self._attempt_cache: dict[int, tuple[int, Vector]] = {}
         self._tasks_cache: dict[int, tuple[int, tuple[Task, ...]]] = {}  # tasks_to_allocate, by job version
         self._job_keys: dict[int, tuple[int, tuple[object, ...]]] = {}  # job_key, by job version

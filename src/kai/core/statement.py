@@ -82,6 +82,7 @@ class Statement:
         s.job_version[task.job] += 1
         s.node_version[node] += 1
         s.node_changes += 1
+        s.node_log.append(node)
         s._charge_queue(s.snapshot.jobs[task.job], s.task_charge[task.index], step)
 
     def place(self, task: Task, node: int, *, pipelined: bool, choice: gpu_devices.DeviceChoice | None) -> None:

@@ -5,10 +5,10 @@ Each preempt or reclaim attempt starts by reading every node: the bound that end
 (`kai.actions.common.bounds`) adds up the free room of the whole cluster, and the search
 (`kai.actions.common.solver`) starts from each node's free room (idle plus releasing) and how many
 preemptor pods of each shape it could hold. Attempts grow with the cluster, so these reads made a
-cycle grow with the square of the node count. Statements bump a node's counter
-(`Session.node_version`, and the total `Session.node_changes`) whenever its resources or shared
-devices change, so everything here is kept per session and computed again on the changed nodes only:
-each node's values depend on that node alone, and are the very floats a fresh computation gives.
+cycle grow with the square of the node count. Statements log a node (`Session.node_log`, beside its
+`node_version`) whenever its resources or shared devices change, so everything here is kept per
+session and computed again on the nodes logged since only: each node's values depend on that node
+alone, and are the very floats a fresh computation gives.
 
 Sums over the nodes are another matter: a float sum kept up to date is not the float sum made
 afresh. The pod counts per shape are whole numbers and add up exactly in any order (checked: a count
@@ -88,28 +88,29 @@ _ALONE = sys.getrefcount(_PROBE.kept)
 class _Counts:
     """Per node, how many pods of each shape it could hold on its free room, off the masked nodes zero."""
 
-    __slots__ = ("admitted", "asked", "cap", "epoch", "exact_total", "mask", "shapes", "total")
+    __slots__ = ("admitted", "asked", "cap", "exact_total", "mask", "seen", "shapes", "total")
 
     def __init__(self, rooms: NodeRooms, shapes: Floats, mask: BoolVector | None) -> None:
         self.shapes = shapes
         self.asked = [[(r, a) for r, a in enumerate(shape) if a > EPS] for shape in shapes.tolist()]
         self.mask = mask
         self.admitted: list[bool] | None = None if mask is None else mask.tolist()
-        self.epoch = rooms.epoch
+        self.seen = rooms.seen  # up to date with the nodes changed before this entry of the session's node_log
         cap = capacity(rooms.base, shapes)
         self.cap: Floats = cap if mask is None else np.where(mask[None, :], cap, 0.0)
         self.total: Floats = self.cap.sum(axis=1)
         self.exact_total = rooms.count < 2**20 and bool(np.all(np.abs(self.cap) <= _EXACT_COUNTS))
 
-    def update(self, rooms: NodeRooms) -> None:
-        if self.epoch == rooms.epoch:
+    def update(self, rooms: NodeRooms, log: list[int]) -> None:
+        """Bring the counts up to date with the nodes `rooms` brought up to date (from `log`) since."""
+        if self.seen == rooms.seen:
             return
-        if self.epoch == rooms.epoch - 1:
+        if self.seen == rooms.last_seen:
             nodes, rows = rooms.last
         else:
-            nodes = sorted(set().union(*rooms.log[self.epoch :]))
+            nodes = sorted(set(log[self.seen : rooms.seen]))
             rows = rooms.base[nodes].tolist()
-        self.epoch = rooms.epoch
+        self.seen = rooms.seen
         if sys.getrefcount(self.cap) > _ALONE:  # still read (a search's counts, or a view): leave it be
             self.cap = self.cap.copy()
         cap = self.cap
@@ -157,14 +158,12 @@ class _Counts:
 
 class NodeRooms:
     """A session's nodes' free room (idle plus releasing), with what is derived from it node by node,
-    up to date as of the session's `node_changes` at the last `sync`."""
+    up to date with the session's `node_log` as of the last `sync`."""
 
     def __init__(self, session: Session) -> None:
-        self.versions = session.node_version.copy()
-        self.changes = session.node_changes
-        self.epoch = 0  # syncs that found changed nodes
-        self.log: list[list[int]] = []  # the nodes each of them found changed
-        self.last: tuple[list[int], list[list[float]]] = ([], [])  # the last one's nodes and their rooms
+        self.seen = len(session.node_log)  # up to date with the nodes changed before this entry of the log
+        self.last_seen = self.seen  # and before the last sync, which brought these nodes up to date:
+        self.last: tuple[list[int], list[list[float]]] = ([], [])  # (nodes, their free room)
         self.base: Floats = session.idle + session.releasing
         self.count = int(self.base.shape[0])
         self._masks: dict[tuple[int, ...], BoolVector] = {}
@@ -173,19 +172,17 @@ class NodeRooms:
 
     def sync(self, session: Session) -> None:
         """Bring everything kept up to date with the nodes statements changed since the last sync."""
-        if session.node_changes == self.changes:
+        log = session.node_log
+        if len(log) == self.seen:
             return
-        versions = session.node_version
-        nodes = np.flatnonzero(versions != self.versions)
-        self.changes = session.node_changes
-        self.versions[nodes] = versions[nodes]
+        nodes = sorted(set(log[self.seen :]))
+        self.last_seen, self.seen = self.seen, len(log)
         if sys.getrefcount(self.base) > _ALONE:  # still read (a search's room, or a view): leave it be
             self.base = self.base.copy()
-        rows = session.idle[nodes] + session.releasing[nodes]
-        self.base[nodes] = rows
-        self.epoch += 1
-        self.last = (nodes.tolist(), rows.tolist())
-        self.log.append(self.last[0])
+        at = np.array(nodes, dtype=np.int64)
+        rows = session.idle[at] + session.releasing[at]
+        self.base[at] = rows
+        self.last = (nodes, rows.tolist())
         if self.free is not None:
             self.free.update(session, *self.last)
 
@@ -207,21 +204,26 @@ class NodeRooms:
         self.sync(session)
         key = shapes.tobytes() + bytes(shapes.shape[1:])
         if session.predicates:
-            found = self._count(key, shapes, None)
+            found = self._count(session, key, shapes, None)
             cap = np.where(self.mask(session, tasks)[None, :], found.cap, 0.0)
             return cap, cap.sum(axis=1)
         constraints = tuple(sorted({t.constraint for t in tasks}))
-        found = self._count(key, shapes, constraints, self.mask(session, tasks))
+        found = self._count(session, key, shapes, constraints, self.mask(session, tasks))
         return found.cap, found.total
 
     def _count(
-        self, key: bytes, shapes: Floats, constraints: tuple[int, ...] | None, mask: BoolVector | None = None
+        self,
+        session: Session,
+        key: bytes,
+        shapes: Floats,
+        constraints: tuple[int, ...] | None,
+        mask: BoolVector | None = None,
     ) -> _Counts:
         found = self._counts.get((key, constraints))
         if found is None:
             found = self._counts[(key, constraints)] = _Counts(self, shapes, mask)
         else:
-            found.update(self)
+            found.update(self, session.node_log)
         return found
 
     def free_room(self, session: Session) -> FreeRoom:
@@ -261,23 +263,25 @@ class FreeRoom:
 
     def update(self, session: Session, nodes: list[int], rows: list[list[float]]) -> None:
         """These nodes' rooms (idle plus releasing) changed to `rows`."""
-        per_node, totals, columns = self.per_node, self.exact, self.COLUMNS
+        per_node, totals, (first, second, third) = self.per_node, self.exact, self.COLUMNS
         counts, devices = self.device_counts, session.devices
         for node, row in zip(nodes, rows, strict=True):
-            # np.maximum(v, 0.0) in Python floats: NaN stays NaN
-            new = [v if v >= 0.0 or v != v else 0.0 for v in (row[c] for c in columns)]
+            # np.maximum(v, 0.0) in Python floats (NaN stays NaN)
+            new = [v if v >= 0.0 or v != v else 0.0 for v in (row[first], row[second], row[third])]
             old = per_node[node]
-            per_node[node] = new
-            if totals is not None and new != old:
-                try:
-                    for c in range(len(columns)):
-                        if new[c] != old[c]:
-                            totals[c] += exact(new[c]) - exact(old[c])
-                except (ValueError, OverflowError):  # a room that is not a finite number
-                    totals = self.exact = None
-            now = len(devices.get(node, ()))
-            self.devices += now - counts.get(node, 0)
-            counts[node] = now
+            if new != old:
+                per_node[node] = new
+                if totals is not None:
+                    try:
+                        for c, (after, before) in enumerate(zip(new, old, strict=True)):
+                            if after != before:
+                                totals[c] += exact(after) - exact(before)
+                    except (ValueError, OverflowError):  # a room that is not a finite number
+                        totals = self.exact = None
+            now = len(devices[node]) if node in devices else 0
+            if now != counts.get(node, 0):
+                self.devices += now - counts.get(node, 0)
+                counts[node] = now
 
     def bounds(self) -> tuple[list[float], list[float]] | None:
         """Per queue resource, floats below and above the cluster's free room summed afresh as floats
