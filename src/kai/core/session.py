@@ -272,8 +272,8 @@ class Session:
         # found, the fit error); while it is unchanged no node changed, so a like pod fails alike
         self.fits_nowhere: dict[tuple[object, ...], tuple[int, str]] = {}
         # placement's last fit of a task shape sharing no GPU (request bytes, constraint), with the
-        # node_version it was computed at: a like task's fit recomputes only the nodes changed since
-        self.shape_fits: dict[tuple[bytes, int], tuple[Fit, npt.NDArray[np.int64], int]] = {}
+        # length of node_log when it was computed: a like task's fit recomputes only the nodes logged since
+        self.shape_fits: dict[tuple[bytes, int], tuple[Fit, int]] = {}
 
     # ----------------------------------------------------------------- extension points
     def refresh_shared_rooms(self, node: int) -> None:

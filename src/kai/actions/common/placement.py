@@ -169,18 +169,18 @@ def _current(session: Session, known: KnownFit, task: Task) -> fit_lib.Fit:
 
 def _like_fit(session: Session, shape: Shape, task: Task) -> fit_lib.Fit:
     """`find_fit` of a task sharing no GPU without plugin predicates, from the last fit of a like task
-    in this session (`Session.shape_fits`): the nodes whose counters moved since (`node_version`: every
-    statement operation on a node, and its undo, bumps it) are computed again (`fit.refit_nodes`), the
-    others cannot have changed. The first pod of each gang no longer computes a fit over every node."""
+    in this session (`Session.shape_fits`): the nodes logged since (`Session.node_log`: every statement
+    operation on a node, and its undo, logs it) are computed again (`fit.refit_nodes`), the others cannot
+    have changed. The first pod of each gang no longer computes a fit over every node."""
     known = session.shape_fits.get(shape)
+    log = session.node_log
     if known is None:
         fit = fit_lib.find_fit(session, task)
-    elif known[2] == session.node_changes:  # no node changed since
+    elif known[1] == len(log):  # no node changed since
         return _current(session, (known[0], set()), task)
     else:
-        changed = np.flatnonzero(session.node_version != known[1])
-        fit = _current(session, (known[0], set(changed.tolist())), task)
-    session.shape_fits[shape] = (fit, session.node_version.copy(), session.node_changes)
+        fit = _current(session, (known[0], set(log[known[1] :])), task)
+    session.shape_fits[shape] = (fit, len(log))
     return fit
 
 
