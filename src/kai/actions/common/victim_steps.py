@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import bisect
 import functools
-import itertools
 import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -194,12 +193,10 @@ class QueueSteps:
         if not changed.size:
             return
         self.seen[changed] = current[changed]
-        self.pool.plan_all([self.jobs[int(i)] for i in changed])
+        jobs = [self.jobs[i] for i in changed.tolist()]
         removed: list[tuple[object, ...]] = []
         added: list[tuple[tuple[object, ...], PlanStep, Job]] = []
-        for i in changed:
-            job = self.jobs[int(i)]
-            plan = self.pool.plan(job)
+        for job, plan in zip(jobs, self.pool.plan_all(jobs), strict=True):
             old = self.plans.get(job.index)
             if old is plan:
                 continue  # rolled back to the state the steps were built from
@@ -286,23 +283,21 @@ class QueueSteps:
         """Take out the dead steps and put in the `added` ones (sorted by key) where their keys go, each
         array rebuilt once: an added step goes before the kept step its key comes before."""
         old = len(self.keys)
-        keep = self.alive
-        kept_list = keep.tolist()
-        self.keys = list(itertools.compress(self.keys, kept_list))
-        self.priority = list(itertools.compress(self.priority, kept_list))
-        at = [bisect.bisect_left(self.keys, key) for key, _, _ in added]  # among the kept steps
-        for k in reversed(range(len(added))):
-            key, _, job = added[k]
-            self.keys.insert(at[k], key)
-            self.priority.insert(at[k], job.priority)
+        kept = np.flatnonzero(self.alive)
+        kept_keys = [self.keys[i] for i in kept.tolist()]
+        at = [bisect.bisect_left(kept_keys, key) for key, _, _ in added]  # among the kept steps
         # where each step goes: a kept step after the added steps that go before it (`at` ascends), an
         # added step after the kept steps before it and the added steps before it
-        kept = np.flatnonzero(keep)
         before = np.asarray(at, dtype=np.int64)
         new = np.arange(len(added), dtype=np.int64)
         src = np.empty(kept.size + new.size, dtype=np.int64)
         src[np.arange(kept.size) + np.searchsorted(before, np.arange(kept.size), side="right")] = kept
         src[before + new] = old + new
+        order = src.tolist()
+        keys = [*self.keys, *(key for key, _, _ in added)]
+        priority = [*self.priority, *(job.priority for _, _, job in added)]
+        self.keys = [keys[i] for i in order]
+        self.priority = [priority[i] for i in order]
         units = np.empty(len(added), dtype=object)
         nodes: list[int] = []
         for k, (_, step, _) in enumerate(added):

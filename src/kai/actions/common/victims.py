@@ -215,11 +215,12 @@ class VictimPool:
         self._plans[job.index] = (state, plan)
         return plan
 
-    def plan_all(self, jobs: Sequence[Job]) -> None:
-        """Make the plans of these jobs that are not cached for their current state, most of them at
-        once: a job at or below its gang minimum loses everything in one step (`_whole_plans`)."""
+    def plan_all(self, jobs: Sequence[Job]) -> list[tuple[PlanStep, ...]]:
+        """`plan` of each of these jobs. From `BATCH` jobs on, those not cached for their current state are
+        planned together, most of them at once: a job at or below its gang minimum loses everything in
+        one step (`_whole_plans`), a simple elastic job its surplus pods one by one (`_elastic_plans`)."""
         if len(jobs) < BATCH:
-            return  # `plan` makes each when asked
+            return [self.plan(job) for job in jobs]
         session = self.session
         memo = _memo(session)
         candidate, alive = _candidates_and_alive(session)
@@ -244,10 +245,11 @@ class VictimPool:
                 plans[j] = (state, _plan(session, job))
         if whole:
             for (job, state), plan in zip(whole, _whole_plans(session, [job for job, _ in whole]), strict=True):
-                self._plans[job.index] = (state, plan)
+                plans[job.index] = (state, plan)
         if elastic:
             for (job, state), plan in zip(elastic, _elastic_plans(session, [job for job, _ in elastic]), strict=True):
-                self._plans[job.index] = (state, plan)
+                plans[job.index] = (state, plan)
+        return [plans[job.index][1] for job in jobs]  # each cached for the state it is in now
 
     def units(
         self,

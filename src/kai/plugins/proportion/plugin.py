@@ -64,11 +64,11 @@ def _drf(caps: Triple, allocated: Sequence[float]) -> float:
     return best
 
 
-def _drf_rows(caps: Triple, allocated: Matrix) -> Vector:
-    """`_drf` of every row of `allocated` [S, 3]: the same terms, a column at a time."""
-    best = np.zeros(len(allocated))
+def _drf_rows(caps: Triple, allocated: Triple, victims: Matrix) -> Vector:
+    """`_drf` of `allocated` less each row of `victims` [S, 3]: the same terms, a column at a time."""
+    best = np.zeros(len(victims))
     for r, cap in enumerate(caps):
-        best = np.maximum(best, _share(allocated[:, r], cap))
+        np.maximum(best, _share(allocated[r] - victims[:, r], cap), out=best)
     return best
 
 
@@ -143,8 +143,8 @@ class QueueOrder:
         self, session: Session, queue: int, allocated: Triple, victims: Matrix
     ) -> tuple[tuple[bool, bool, int, bool], Vector, tuple[float]]:
         """`key` with no job for each row of victims: only step 5 depends on the victims."""
-        head = self._key(queue, allocated, NOTHING, NOTHING)
-        shares = _drf_rows(self.caps[queue], np.asarray(allocated, dtype=np.float64)[None, :] - victims)
+        head = self.key(session, queue, allocated, NOTHING, NOTHING)
+        shares = _drf_rows(self.caps[queue], allocated, victims)
         return (head[0], head[1], head[2], head[3]), shares, (head[5],)
 
     def tie(self, session: Session, left: int, right: int) -> int:
