@@ -22,7 +22,6 @@ from hypothesis import strategies as st
 
 from kai.actions.common import rooms as rooms_lib
 from kai.actions.common.bounds import SLACK, could_free_enough
-from kai.actions.common.placement import place_task
 from kai.actions.common.solver import _Scan, _shapes
 from kai.core import fit as fit_lib
 from kai.core.model import Task, TaskStatus
@@ -31,7 +30,7 @@ from kai.core.session import SchedulerConfig, Session
 from kai.core.statement import Statement
 from kai.scheduler.cycle import open_session
 from tests.test_gang_placement import DRAWN, _snapshot, clusters, shapes
-from tests.test_statement_rollback import _shared_gpu_snapshot
+from tests.test_statement_rollback import _shared_gpu_snapshot, evict_or_place
 
 PLACED = (int(TaskStatus.RUNNING), int(TaskStatus.ALLOCATED))
 COLUMNS = list(QUEUE_RESOURCES)
@@ -105,15 +104,8 @@ def _operate(session: Session, seed: int, steps: int) -> int:
     checked = 0
     for _ in range(steps):
         move = rng.random()
-        status = session.status
-        if move < 0.35:
-            placed = [t for t in session.snapshot.tasks if status[t.index] in PLACED]
-            if placed:
-                stmt.evict(rng.choice(placed), preemptor=None, message="")
-        elif move < 0.7:
-            pending = [t for t in session.snapshot.tasks if status[t.index] == TaskStatus.PENDING]
-            if pending:
-                place_task(session, stmt, rng.choice(pending), why=False)
+        if move < 0.7:
+            evict_or_place(session, stmt, rng, evict=move < 0.35, placed=PLACED)
         elif move < 0.85:
             stmt.rollback(rng.randrange(stmt.checkpoint() + 1))
         else:

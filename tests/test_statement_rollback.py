@@ -11,6 +11,7 @@ Deterministic (seeded generators).
 from __future__ import annotations
 
 import random
+from collections.abc import Collection
 
 from benchmarks.clusters import reclaim_cluster
 
@@ -54,6 +55,22 @@ def _state(session: Session) -> State:
     )
 
 
+def evict_or_place(
+    session: Session, stmt: Statement, rng: random.Random, *, evict: bool, placed: Collection[int]
+) -> None:
+    """Evict a task chosen at random among those whose status is in `placed`, or place a pending one chosen
+    at random (where it fits, if it does), when there is one."""
+    status = session.status
+    if evict:
+        victims = [t for t in session.snapshot.tasks if status[t.index] in placed]
+        if victims:
+            stmt.evict(rng.choice(victims), preemptor=None, message="")
+        return
+    pending = [t for t in session.snapshot.tasks if status[t.index] == TaskStatus.PENDING]
+    if pending:
+        place_task(session, stmt, rng.choice(pending), why=False)
+
+
 def _shuffle_operations(session: Session, seed: int, steps: int) -> int:
     """Evict running or allocated pods, place pending ones (the placement's own node and devices) and roll back to
     random checkpoints, checking each rollback against the state recorded at its checkpoint; returns
@@ -64,15 +81,8 @@ def _shuffle_operations(session: Session, seed: int, steps: int) -> int:
     checked = 0
     for _ in range(steps):
         move = rng.random()
-        status = session.status
-        if move < 0.4:
-            placed = [t for t in session.snapshot.tasks if status[t.index] in (RUNNING, ALLOCATED)]
-            if placed:
-                stmt.evict(rng.choice(placed), preemptor=None, message="")
-        elif move < 0.8:
-            pending = [t for t in session.snapshot.tasks if status[t.index] == TaskStatus.PENDING]
-            if pending:
-                place_task(session, stmt, rng.choice(pending), why=False)
+        if move < 0.8:
+            evict_or_place(session, stmt, rng, evict=move < 0.4, placed=(RUNNING, ALLOCATED))
         else:
             checkpoint = rng.randrange(stmt.checkpoint() + 1)
             stmt.rollback(checkpoint)
