@@ -166,24 +166,41 @@ def _exponent(small: tuple[int, float], large: tuple[int, float]) -> float:
     return math.log(max(t2, 1e-9) / max(t1, 1e-9)) / math.log(n2 / n1)
 
 
+_PARSE = (
+    "import json, sys, time; text = open(sys.argv[1]).read(); "
+    "t = time.process_time(); json.loads(text); print(time.process_time() - t)"
+)
+
+
+def _parse_seconds(path: pathlib.Path) -> float:
+    """CPU seconds of the stdlib's `json.loads` of the file's text, in a process of its own."""
+    out = subprocess.run([sys.executable, "-c", _PARSE, str(path)], check=True, capture_output=True, text=True)
+    return float(out.stdout)
+
+
 def target_1(sizes: Sizes) -> list[Figure]:
     nodes, pods = sizes.allocate
     with tempfile.TemporaryDirectory() as tmp:
         path = pathlib.Path(tmp) / "cluster.json"
         path.write_text(json.dumps(allocate_manifests(nodes=nodes, pods=pods)))
-        text = path.read_text()
-        cpu = time.process_time()
-        json.loads(text)
-        parse = time.process_time() - cpu
-        wall, cpu = run_kai(
-            ["sim", "-f", str(path), "--actions", "allocate", "-o", "json"], stdout=path.with_suffix(".out")
-        )
+        # the parse and the process each the fastest of `cycle_runs` (what else runs on the machine
+        # only slows a run down), alternated so that a drift of the machine's speed weighs on both; each
+        # parse in a fresh process, as kai sim's own (a process that parsed the text before reuses the
+        # memory it freed, and parses it again in four fifths of the time)
+        parse, wall, cpu = math.inf, math.inf, math.inf
+        for _ in range(sizes.cycle_runs):
+            parse = min(parse, _parse_seconds(path))
+            run_wall, run_cpu = run_kai(
+                ["sim", "-f", str(path), "--actions", "allocate", "-o", "json"], stdout=path.with_suffix(".out")
+            )
+            if run_cpu < cpu:
+                wall, cpu = run_wall, run_cpu
     rate = pods / cpu
     return [
         Figure(
             target="1",
             what=f"kai sim, one allocate cycle, {nodes:,} nodes x 8 GPUs, {pods:,} pending pods (JSON in and out)",
-            figure=f"{cpu:.2f} s CPU ({wall:.2f} s wall) = {rate:,.0f} pods/s",
+            figure=f"{cpu:.2f} s CPU ({wall:.2f} s wall) = {rate:,.0f} pods/s{_fastest(sizes)}",
             goal=">= 10,000 pods/s; <= 4x the JSON parse" if sizes is FULL else "smoke size",
             anchor=f"{cpu / max(parse, 1e-9):.1f}x the stdlib JSON parse ({parse:.2f} s)",
             met=rate >= 10000 and cpu <= 4 * parse if sizes is FULL else None,
