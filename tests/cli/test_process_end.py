@@ -28,3 +28,11 @@ def test_the_program_writes_what_the_command_writes(args: list[str]) -> None:
     ran = subprocess.run([sys.executable, "-m", "kai.cli.main", *args], capture_output=True, check=False)
     invoked = CliRunner().invoke(main, args)
     assert (ran.returncode, ran.stdout, ran.stderr) == (invoked.exit_code, invoked.stdout_bytes, invoked.stderr_bytes)
+
+
+def test_in_process_the_command_holds_nothing_after_it_returns() -> None:
+    from kai.cli import process
+
+    invoked = CliRunner().invoke(main, ["sim", "-f", str(CASE), "-o", "json"])
+    assert invoked.exit_code == 0
+    assert process._held == ()  # only the program (`process.run`) holds what the command built

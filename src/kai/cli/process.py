@@ -7,6 +7,11 @@ nothing running and has written its output (`kai sim`) asks for a quick end (`en
 `os._exit(0)` (as mypy ends its runs). Anything else (an error, another command, a failed flush)
 ends as Python ends. In-process callers, such as tests invoking the group with click's CliRunner,
 never end quickly.
+
+The command's return frees its locals too: for `kai sim` on 50,000 pods, the simulation and the output
+document it built, another 0.07 s of CPU. So a command ending quickly names what it built
+(`end_quickly(simulation, doc)`) and the program holds that until `os._exit`; in-process nothing is
+held (the objects go as the command returns, as they always did).
 """
 
 from __future__ import annotations
@@ -16,16 +21,24 @@ import sys
 from collections.abc import Callable
 
 _quick = False
+_program = False  # `kai` runs as a program (`run`), not in-process
+_held: tuple[object, ...] = ()  # what the command built, held until `os._exit` (`end_quickly`)
 
 
-def end_quickly() -> None:
-    """The running command holds nothing that needs the interpreter's own shutdown."""
-    global _quick
+def end_quickly(*built: object) -> None:
+    """The running command holds nothing that needs the interpreter's own shutdown; when `kai` runs as a
+    program, `built` (what the command built and is done with) is held until the process ends, so that
+    the command's return does not free it object by object either."""
+    global _quick, _held
     _quick = True
+    if _program:
+        _held = built
 
 
 def run(main: Callable[[], object]) -> None:
     """Run the command group as the process (click's standalone mode ends it with SystemExit)."""
+    global _program
+    _program = True
     try:
         main()
     except SystemExit as exc:

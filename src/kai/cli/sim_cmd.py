@@ -155,10 +155,10 @@ def sim(
         on_pause=on_pause,
     )
     if fmt in ("json", "yaml"):
-        with collector.paused(freeze=True):  # the document is built and written at once, then dropped
+        with collector.paused(freeze=True):  # the document is built and written at once
             doc = output.build(simulation)
             click.echo(json_text.encode(doc) if fmt == "json" else yaml.safe_dump(doc, sort_keys=False))
-        process.end_quickly()
+        process.end_quickly(simulation, doc)  # the program ends without freeing them
         return
     from rich.console import Console  # only tables need the renderer
 
@@ -173,4 +173,4 @@ def sim(
         views.print_state(console, view, show=show, wide=fmt == "wide", heading=views.at_heading(view, seconds))
     views.print_state(console, final, show=show, wide=fmt == "wide", heading=views.end_heading(final))
     views.print_warnings(console, final)
-    process.end_quickly()
+    process.end_quickly(simulation, final, snapshots)
