@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -28,9 +27,7 @@ from kai.core.model import NodeIndices, Task
 from kai.core.resources import CPU, GPU, MEMORY, Vector
 from kai.core.scores import MAX_PLACEMENT
 from kai.core.session import Session
-
-if TYPE_CHECKING:  # the FGD math is imported where it is used: only a session that selects the policy runs it
-    from kai.plugins import fragmentation
+from kai.plugins import fragmentation
 
 MIB = float(2**20)
 TIE_RANGE = 0.05  # below one FGD score step (9 / 100)
@@ -52,8 +49,6 @@ def task_models(session: Session, task: Task) -> tuple[str, ...]:
 
 
 def task_shape(session: Session, task: Task) -> fragmentation.TaskShape:
-    from kai.plugins import fragmentation
-
     cpu = float(task.request[CPU])
     models = task_models(session, task)
     if task.is_shared_gpu:
@@ -111,8 +106,6 @@ class FragmentationState:
 
     def __init__(self, session: Session) -> None:
         snap = session.snapshot
-        from kai.plugins import fragmentation
-
         nodes = snap.nodes
         self.session = session
         self.models = tuple(sorted({labels.get(GPU_PRODUCT_LABEL, "") for labels in nodes.labels} - {""}))
@@ -135,8 +128,6 @@ class FragmentationState:
         self._base: fragmentation.NodeBase | None = None
 
     def _rebuild(self, node: int) -> None:
-        from kai.plugins import fragmentation
-
         s = self.session
         row = np.zeros(self.free_gpu.shape[1])
         layout: list[str | None] = []
@@ -170,8 +161,6 @@ class FragmentationState:
 
     def current(self) -> tuple[fragmentation.DeviceState, fragmentation.NodeBase | None]:
         """The device state and, with a target workload, each node's FGD base (rows of changed nodes redone)."""
-        from kai.plugins import fragmentation
-
         changed = self.refresh()
         if self._state is None or changed.size:
             s = self.session
@@ -211,8 +200,6 @@ class _Remembered:
 def _scaled(feasible: npt.NDArray[np.bool_], delta: Vector) -> Vector:
     """FGD's integer node scores (0..100) of the evaluated nodes scaled into the placement range
     0..9; 0 where infeasible (node by node: any subset of nodes may be passed)."""
-    from kai.plugins import fragmentation
-
     fgd = fragmentation.FgdScores(
         feasible=feasible, delta=delta, devices=np.zeros((0, 0), np.int64), integer_scores=True
     )
@@ -254,8 +241,6 @@ class FragmentationPlugin:
     def _evaluate(self, session: Session, shape: fragmentation.TaskShape, memory_mib: float) -> _Remembered:
         """FGD's evaluation of the shape on every node: the remembered rows, the changed nodes redone.
         Every value is computed node by node, so redoing some rows gives what redoing all would."""
-        from kai.plugins import fragmentation
-
         assert self.view is not None and self.view.target is not None
         state, base = self.view.current()
         versions = session.node_version
