@@ -232,9 +232,8 @@ class Session:
         self.job_version: npt.NDArray[np.int64] = np.zeros(len(snapshot.jobs), dtype=np.int64)
         # per node, a counter statements bump whenever the node's resources or shared devices change
         self.node_version: npt.NDArray[np.int64] = np.zeros(nodes.count, dtype=np.int64)
-        self.node_changes = 0  # the sum of node_version (statements bump both): whether any node changed
         # every node a statement changed, in order (one entry per node_version increment): which nodes
-        # changed since some point, read without comparing every node's counter
+        # changed since some point, read without comparing every node's counter (`node_changes`: how many)
         self.node_log: list[int] = []
         self._attempt_cache: dict[int, tuple[int, Vector]] = {}
         self._tasks_cache: dict[int, tuple[int, tuple[Task, ...]]] = {}  # tasks_to_allocate, by job version
@@ -300,6 +299,11 @@ class Session:
         self.queue_order = policy
         self._queue_order_set = True
         self._allocation_keys.clear()
+
+    @property
+    def node_changes(self) -> int:
+        """How many times statements changed a node (the sum of `node_version`): whether any node changed."""
+        return len(self.node_log)
 
     def allocated_triple(self, queue: int) -> Triple:
         """`queue_allocated[queue]` as Python floats (kept until the row changes: `queue_changes`)."""

@@ -81,7 +81,6 @@ class Statement:
         s.podset_alive[task.job][task.podset] += step
         s.job_version[task.job] += 1
         s.node_version[node] += 1
-        s.node_changes += 1
         s.node_log.append(node)
         s._charge_queue(s.snapshot.jobs[task.job], s.task_charge[task.index], step)
 
