@@ -158,6 +158,7 @@ async def start_webhooks(
     """Serve the webhooks; with a certificate of kai's own, keep its CA in the webhook configurations
     (the returned tasks end when `stop` is set)."""
     tasks: list[asyncio.Task[None]] = []
+    ca: bytes | None = None  # the CA of kai's own certificate, kept in the configurations
     if options.cert_dir is not None:
         cert_file, key_file = options.cert_dir / "tls.crt", options.cert_dir / "tls.key"
     else:
@@ -169,10 +170,7 @@ async def start_webhooks(
         cert_file.write_bytes(found.cert)
         key_file.touch(mode=0o600)
         key_file.write_bytes(found.key)
-        await webhook_tls.inject_ca(client, options.configuration, found.ca)
-        tasks.append(
-            asyncio.create_task(webhook_tls.keep_ca(client, options.configuration, found.ca, stop), name="webhook CA")
-        )
+        ca = found.ca
     server = WebhookServer(
         settings=options.settings,
         queues=queues,
@@ -182,4 +180,11 @@ async def start_webhooks(
         key_file=key_file,
     )
     await server.start()
+    if ca is not None:
+        # the CA goes into the configurations once the server listens: from then on the API server calls
+        # it, and a call before it listened would be refused (failurePolicy Fail refuses the object)
+        await webhook_tls.inject_ca(client, options.configuration, ca)
+        tasks.append(
+            asyncio.create_task(webhook_tls.keep_ca(client, options.configuration, ca, stop), name="webhook CA")
+        )
     return server, tasks
