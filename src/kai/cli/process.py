@@ -12,6 +12,13 @@ The command's return frees its locals too: for `kai sim` on 50,000 pods, the sim
 document it built, another 0.07 s of CPU. So a command ending quickly names what it built
 (`end_quickly(simulation, doc)`) and the program holds that until `os._exit`; in-process nothing is
 held (the objects go as the command returns, as they always did).
+
+The start of the process: numpy's wheels bring OpenBLAS, which starts a pool of worker threads when
+numpy is imported, one per core. kai never hands BLAS work large enough to share (its arrays are
+vectors of a few resources and matrices of nodes by resources, which numpy's own loops compute), so
+the pool only cost CPU: 0.04-0.1 s of every `kai` process on a 2-core machine, as its threads started
+and spun. A `kai` program asks OpenBLAS for one thread before anything imports numpy, unless the
+environment says otherwise (`OPENBLAS_NUM_THREADS`).
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ def run(main: Callable[[], object]) -> None:
     """Run the command group as the process (click's standalone mode ends it with SystemExit)."""
     global _program
     _program = True
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # read once, when numpy is first imported
     try:
         main()
     except SystemExit as exc:
