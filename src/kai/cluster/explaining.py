@@ -70,17 +70,35 @@ def _key(obj: Mapping[str, Any], namespace: str) -> model.ObjectKey:
     )
 
 
+# pods of one namespace and PodGroup (None: none), by name, as `facts` reads them
+PodsOfGroup = tuple[str, str | None, Sequence[str]]
+
+
+def _by_group(state: ClusterState) -> list[PodsOfGroup]:
+    """Every pod of ours, as runs of pods in a row of one namespace and PodGroup, in the state's order."""
+    ours, _ = state.pod_states()
+    runs: list[PodsOfGroup] = []
+    names: list[str] = []
+    for p in ours:
+        namespace, podgroup = p.pod.meta.namespace, p.podgroup
+        if not runs or runs[-1][0] != namespace or runs[-1][1] != podgroup:
+            names = []
+            runs.append((namespace, podgroup, names))
+        names.append(p.pod.meta.name)
+    return runs
+
+
 def facts(
     state: ClusterState,
     config: SchedulerConfig,
-    pods: Iterable[tuple[str, str | None]] | None = None,
+    pods: Iterable[PodsOfGroup] | None = None,
     *,
     owners: bool = True,
     pod_end: model.PodEnd = model.no_known_end,
     lazy_owners: bool = False,
 ) -> model.Facts:
-    """The facts of the cluster state as it is now, for the given pods: (namespace/name, PodGroup name or
-    None) pairs, and their PodGroups; by default every pod of ours and every PodGroup. With
+    """The facts of the cluster state as it is now, for the given pods: (namespace, PodGroup name or None,
+    pod names) of each PodGroup, and their PodGroups; by default every pod of ours and every PodGroup. With
     `owners=False` the pods' top owners (which only a fix's patches need) are left out, and an owner
     chain is walked only where a queue label may be missing. With `lazy_owners` the top owner of any
     other pod is found when a patch asks for it (through `state.lookup`: an adapter whose lookups
@@ -89,11 +107,10 @@ def facts(
     grouper_config = config_for(config.queue_label_key, state.priority_class_objects())
     groups: set[str] | None = None  # the PodGroups whose facts are wanted; None: all
     if pods is None:
-        ours, _ = state.pod_states()
-        pods = [(p.pod.key, p.podgroup) for p in ours]
+        pods = _by_group(state)
     else:
         pods = list(pods)
-        groups = {f"{key.split('/', 1)[0]}/{podgroup}" for key, podgroup in pods if podgroup is not None}
+        groups = {f"{namespace}/{podgroup}" for namespace, podgroup, _ in pods if podgroup is not None}
     podgroups = [pg for pg in state.podgroup_objects() if groups is None or f"{pg.meta.namespace}/{pg.name}" in groups]
     # PodGroups the pod grouper made (a user's own PodGroup names its queue: no label can be missing)
     derived = {
@@ -109,26 +126,28 @@ def facts(
     }
     pod_owners: dict[str, model.ObjectKey] = {}
     missing_label: set[str] = set()  # PodGroups (namespace/name) a pod of which says the label is missing
-    for key, podgroup in pods:
-        namespace, name = key.split("/", 1)
+    for namespace, podgroup, names in pods:
         group = f"{namespace}/{podgroup}"
-        if not owners and (group not in defaulted or group in missing_label):
-            continue
-        raw = state.lookup(namespace, "v1", "Pod", name)
-        if raw is None:
-            continue
-        chain = top_owner.owner_chain(pod=raw, lookup=state.lookup)
-        if isinstance(chain, grouper_model.GroupingError):
-            continue
-        if owners:
-            pod_owners[key] = _key(chain.top_owner, namespace)
-        if (
-            podgroup is not None
-            and group in defaulted
-            and group not in missing_label
-            and queues.missing_label_hint(base=chain.top_owner, pod=raw, config=grouper_config) is not None
-        ):
-            missing_label.add(group)
+        if not owners and group not in defaulted:
+            continue  # neither an owner nor a missing label to find among its pods
+        for name in names:
+            if not owners and group in missing_label:
+                break
+            raw = state.lookup(namespace, "v1", "Pod", name)
+            if raw is None:
+                continue
+            chain = top_owner.owner_chain(pod=raw, lookup=state.lookup)
+            if isinstance(chain, grouper_model.GroupingError):
+                continue
+            if owners:
+                pod_owners[f"{namespace}/{name}"] = _key(chain.top_owner, namespace)
+            if (
+                podgroup is not None
+                and group in defaulted
+                and group not in missing_label
+                and queues.missing_label_hint(base=chain.top_owner, pod=raw, config=grouper_config) is not None
+            ):
+                missing_label.add(group)
     workloads: dict[str, model.WorkloadFacts] = {}
     for pg in podgroups:
         key = f"{pg.meta.namespace}/{pg.name}"
@@ -218,7 +237,8 @@ def cycle_context(
     run, where no fix is searched and so no patch made (see `facts`). Reads the cluster state: an
     adapter whose state changes under it calls this where it is not changing (kai run: on its event
     loop)."""
-    pods = [(snapshot.tasks[t].key, job.name) for job in chosen for t in job.tasks]
+    tasks = snapshot.tasks
+    pods = [(job.namespace, job.name, [tasks[t].name for t in job.tasks]) for job in chosen]
     found = facts(state, config, pods, owners=owners, pod_end=pod_end, lazy_owners=lazy_owners and owners)
     return engine.context(snapshot=snapshot, config=config, session=session, facts=found, thorough=False)
 

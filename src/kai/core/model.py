@@ -52,11 +52,13 @@ class Constraint:
     tolerations: tuple[Toleration, ...] = ()
 
 
-class Task(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+class Task(msgspec.Struct, frozen=True, gc=False):
     """A pod as the cycle sees it. A msgspec Struct rather than a frozen dataclass: a snapshot holds one per
     pod, and a Struct is built several times faster (`msgspec.structs.replace` changes a copy). Not tracked
     by the garbage collector (`gc=False`): its fields (numbers, strings, a request vector) never lead back
-    to it, so the collector has nothing to find in the 50,000 of a large cycle."""
+    to it, so the collector has nothing to find in the 50,000 of a large cycle. Its fields may be given in
+    order: the snapshot builder does, as eighteen keywords cost 0.5 us more per pod to match (25 ms on a
+    50,000-pod snapshot); anywhere else, name them."""
 
     index: int
     namespace: str

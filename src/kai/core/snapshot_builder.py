@@ -239,8 +239,12 @@ def build_snapshot(
     node_pos = {n.name: i for i, n in enumerate(node_list)}
     n_nodes, n_res = len(node_list), index.size
     allocatable = np.zeros((n_nodes, n_res))
+    node_vectors: dict[int, Vector] = {}  # nodes of one type share their allocatable mapping (the loader's)
     for i, n in enumerate(node_list):
-        allocatable[i] = index.vector(n.allocatable)
+        vector = node_vectors.get(id(n.allocatable))
+        if vector is None:
+            vector = node_vectors[id(n.allocatable)] = index.vector(n.allocatable)
+        allocatable[i] = vector
     used = np.zeros((n_nodes, n_res))
     releasing = np.zeros((n_nodes, n_res))
     schedulable = np.array([n.ready and not n.unschedulable for n in node_list], dtype=np.bool_)
@@ -336,25 +340,25 @@ def build_snapshot(
                 task_priority = int(priority_text) if priority_text is not None else 0
             except ValueError:
                 task_priority = 0
-            task = Task(
-                index=len(tasks),
-                namespace=meta.namespace,
-                name=meta.name,
-                job=job_index,
-                podset=podset,
-                request=request,
-                gpu_portion=portion,
-                gpu_devices=devices,
-                gpu_memory_mib=memory,
-                status=ps.status,
-                node=node_i,
-                nominated_node=node_pos.get(ps.nominated_node, -1) if ps.nominated_node else -1,
-                gpu_groups=ps.gpu_groups,
-                task_priority=task_priority,
-                creation=meta.creation_timestamp or 0.0,
-                start_time=ps.start_time,
-                constraint=cid,
-                grace_seconds=pod.termination_grace_seconds,
+            task = Task(  # the fields in order (see `Task`)
+                len(tasks),  # index
+                meta.namespace,  # namespace
+                meta.name,  # name
+                job_index,  # job
+                podset,  # podset
+                request,  # request
+                portion,  # gpu_portion
+                devices,  # gpu_devices
+                memory,  # gpu_memory_mib
+                ps.status,  # status
+                node_i,  # node
+                node_pos.get(ps.nominated_node, -1) if ps.nominated_node else -1,  # nominated_node
+                ps.gpu_groups,  # gpu_groups
+                task_priority,  # task_priority
+                meta.creation_timestamp or 0.0,  # creation
+                ps.start_time,  # start_time
+                cid,  # constraint
+                pod.termination_grace_seconds,  # grace_seconds
             )
             tasks.append(task)
             job_tasks.append(task.index)
