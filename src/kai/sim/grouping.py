@@ -23,8 +23,7 @@ if TYPE_CHECKING:
 
 def group_new_pods(sim: Simulation) -> None:
     config: GrouperConfig | None = None
-    for key in sim.pod_keys():
-        pod = sim.pods[key]
+    for key, pod in sim.ordered_pods():
         if not pod.ours or pod.podgroup is not None:
             continue
         explicit = pod.annotations.get(api_pod.POD_GROUP_ANNOTATION)

@@ -94,8 +94,8 @@ def pod_view(sim: Simulation, key: str) -> dict[str, Any]:
 def children_index(sim: Simulation) -> dict[str, list[Mapping[str, Any]]]:
     """Every pod (as `pod_view` shows it) and workload, under the uid of each owner it references."""
     index: dict[str, list[Mapping[str, Any]]] = {}
-    for key in sim.pod_keys():
-        if not sim.pods[key].pod.meta.owner_references:
+    for key, pod in sim.ordered_pods():
+        if not pod.pod.meta.owner_references:
             continue  # an orphan is no controller's child (the parsed references are the document's)
         view = pod_view(sim, key)
         for ref in view["metadata"].get("ownerReferences") or []:
