@@ -6,6 +6,7 @@ always prints byte-identical output.
 
 from __future__ import annotations
 
+import bisect
 import operator
 from collections.abc import Mapping
 from typing import Any
@@ -21,6 +22,7 @@ from kai.core.decisions import QueueFigures
 from kai.core.model import ALIVE, TaskStatus
 from kai.core.resources import MB
 from kai.sim.engine import Simulation
+from kai.sim.state import SimPod
 
 PHASES = {
     TaskStatus.PENDING: "Pending",
@@ -39,10 +41,42 @@ WAITING = frozenset({TaskStatus.PENDING, TaskStatus.PIPELINED})  # a pod not yet
 
 _pod_order = operator.attrgetter("pod.meta.namespace", "pod.meta.name")  # (namespace, name)
 
+# A PodGroup's pods counted by status: running (alive), pending, succeeded, failed; a releasing pod in none.
+_COUNTED_AS = {status: 0 for status in ALIVE} | {
+    TaskStatus.PENDING: 1,
+    TaskStatus.SUCCEEDED: 2,
+    TaskStatus.FAILED: 3,
+    TaskStatus.RELEASING: 4,
+}
+
+
+def _pods_in_order(sim: Simulation) -> list[SimPod]:
+    """The pods by namespace, then name, without sorting them again: the store keeps its keys
+    (`namespace/name`) in order, which holds each namespace's pods together and in name order; only
+    whole namespaces may be out of order (`a-b/x` sorts before `a/x`). With a `/` in a namespace or a
+    name (every key would hold one) that no longer holds, and the pods are sorted."""
+    keys = sim.pod_keys()
+    if "".join(keys).count("/") != len(keys):
+        return sorted(sim.pods.values(), key=_pod_order)
+    runs: list[tuple[str, int, int]] = []  # (namespace, first, last + 1) in keys
+    start = 0
+    while start < len(keys):
+        namespace = keys[start].partition("/")[0]
+        end = bisect.bisect_left(keys, namespace + "0", start)  # "0" follows "/"
+        runs.append((namespace, start, end))
+        start = end
+    pods = sim.pods
+    return [pods[key] for _, start, end in sorted(runs) for key in keys[start:end]]
+
 
 def _sorted_map(mapping: Mapping[str, str]) -> dict[str, str]:
-    """The map with its keys in order (most of a pod's maps hold one key or none: nothing to sort)."""
-    return dict(sorted(mapping.items())) if len(mapping) > 1 else dict(mapping)
+    """The map with its keys in order. Most maps are in order already (most hold one key or none, and
+    Kubernetes writes them sorted): seeing that costs less than sorting them."""
+    if len(mapping) > 1:
+        keys = list(mapping)
+        if keys != sorted(keys):
+            return dict(sorted(mapping.items()))
+    return dict(mapping)
 
 
 def _num(value: float) -> float:
@@ -79,8 +113,10 @@ def _queue_vector(values: np.ndarray | tuple[float, float, float]) -> dict[str, 
 
 def build(sim: Simulation) -> dict[str, Any]:
     pods_out = []
-    group_counts: dict[tuple[str, str], list[int]] = {}
-    queue_of: dict[tuple[str, str], str] = {k: g.podgroup.queue for k, g in sim.podgroups.items()}
+    # (namespace, name) -> the PodGroup's queue and its pods counted by status (`_COUNTED_AS`)
+    group_of: dict[tuple[str, str], tuple[str, list[int]]] = {
+        k: (g.podgroup.queue, [0, 0, 0, 0, 0]) for k, g in sim.podgroups.items()
+    }
     preemptible_of: dict[tuple[str, str], bool] = {}
     for key, group in sim.podgroups.items():
         pg = group.podgroup
@@ -88,13 +124,12 @@ def build(sim: Simulation) -> dict[str, Any]:
         value = pc.value if pc is not None else 50
         preemptible_of[key] = (pg.preemptibility == "preemptible") if pg.preemptibility else value < PREEMPTIBLE_BELOW
     pipelined = TaskStatus.PIPELINED
-    for p in sorted(sim.pods.values(), key=_pod_order):
+    for p in _pods_in_order(sim):
         status = p.status
         bound = status in BOUND
         waiting = status in WAITING
         meta = p.pod.meta
-        group_key = (meta.namespace, p.podgroup) if p.podgroup else None
-        queue = queue_of.get(group_key) if group_key else None
+        in_group = group_of.get((meta.namespace, p.podgroup)) if p.podgroup else None
         share = p.pod.gpu_share
         pods_out.append(
             {
@@ -104,7 +139,7 @@ def build(sim: Simulation) -> dict[str, Any]:
                 "node": p.node if bound else None,
                 "nominatedNode": p.nominated_node if status == pipelined else None,
                 "podGroup": p.podgroup,
-                "queue": queue,
+                "queue": in_group[0] if in_group is not None else None,
                 "gpuFraction": (share.fraction if share.fraction is not None else (p.gpu_portion or None))
                 if share is not None
                 else None,
@@ -118,21 +153,13 @@ def build(sim: Simulation) -> dict[str, Any]:
                 "owner": {"kind": p.owner[0], "name": p.owner[1]} if p.owner else None,
             }
         )
-        if group_key is not None and group_key in sim.podgroups:
-            counts = group_counts.setdefault(group_key, [0, 0, 0, 0])
-            if p.status in ALIVE:
-                counts[0] += 1
-            elif p.status == TaskStatus.PENDING:
-                counts[1] += 1
-            elif p.status == TaskStatus.SUCCEEDED:
-                counts[2] += 1
-            elif p.status == TaskStatus.FAILED:
-                counts[3] += 1
+        if in_group is not None:
+            in_group[1][_COUNTED_AS[status]] += 1
     groups_out = []
     for key in sorted(sim.podgroups):
         group = sim.podgroups[key]
         pg = group.podgroup
-        running, pending, succeeded, _failed = group_counts.get(key, [0, 0, 0, 0])
+        running, pending, succeeded, _failed, _releasing = group_of[key][1]
         pc_name = pg.priority_class_name or DEFAULT_PRIORITY_CLASS
         pc = sim.priority_classes.get(pc_name)
         if running >= pg.min_member:
