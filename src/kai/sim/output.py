@@ -65,8 +65,8 @@ def _pods_in_order(sim: Simulation) -> list[SimPod]:
         end = bisect.bisect_left(keys, namespace + "0", start)  # "0" follows "/"
         runs.append((namespace, start, end))
         start = end
-    pods = sim.pods
-    return [pods[key] for _, start, end in sorted(runs) for key in keys[start:end]]
+    ordered = sim.ordered_pods()  # (key, pod) in the order of `keys`
+    return [pod for _, start, end in sorted(runs) for _, pod in ordered[start:end]]
 
 
 def _sorted_map(mapping: Mapping[str, str]) -> dict[str, str]:
