@@ -153,3 +153,45 @@ def test_a_number_msgspec_cannot_hold_leaves_the_file_to_the_ordinary_way(monkey
             patch.setattr(json_decode, "decode_list", lambda text, *, file, extra_keys: None)
             ordinary = load_paths([str(path)])
     assert _outcome(fast) == _outcome(ordinary)
+
+
+def test_the_word_null_in_a_value_is_no_null(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pod whose text has the word null only inside a string is read by the fast decoder; one with a null
+    value, in its metadata or its spec, is left to the ordinary way (which drops null fields)."""
+    docs = allocate_manifests(nodes=2, pods=20)["items"]
+    pods = [d for d in docs if d["kind"] == "Pod"]
+    pods[0]["metadata"]["labels"]["team"] = "nullable"
+    pods[1]["metadata"]["annotations"] = None
+    pods[2]["spec"]["priorityClassName"] = None
+    pods[3]["metadata"]["creationTimestamp"] = None
+    fast, ordinary, read = _both(docs, monkeypatch)
+    assert _outcome(fast) == _outcome(ordinary)
+    assert not fast.errors
+    assert read == len(docs) - sum(d["kind"] not in ("Pod", "Node") for d in docs) - 3
+
+
+@pytest.mark.parametrize("line_end", ["\n", "\r\n", "\r"])
+@pytest.mark.parametrize("value", ["plain", "caf\u00e9"])
+def test_line_ends_and_non_ascii_text_read_the_same(
+    line_end: str, value: str, monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path
+) -> None:
+    """The file is read as bytes; its text is what a text-mode `open` reads (UTF-8, universal newlines)."""
+    docs = allocate_manifests(nodes=2, pods=20)["items"]
+    docs[-1]["metadata"].setdefault("annotations", {})["note"] = value
+    path = tmp_path / "cluster.json"
+    text = json.dumps({"apiVersion": "v1", "kind": "List", "items": docs}, indent=1, ensure_ascii=False)
+    path.write_bytes(text.replace("\n", line_end).encode())
+    fast = load_paths([str(path)], extra_keys=frozenset({"team"}))
+    with monkeypatch.context() as patch:
+        patch.setattr(json_decode, "decode_list", lambda text, *, file, extra_keys: None)
+        ordinary = load_paths([str(path)], extra_keys=frozenset({"team"}))
+    assert _outcome(fast) == _outcome(ordinary)
+    assert not fast.errors
+    assert any(isinstance(raw, json_decode.JsonDocument) for _, raw in fast.objects)
+
+
+def test_a_file_that_is_not_utf8_is_named(tmp_path: pathlib.Path) -> None:
+    for name in ("cluster.json", "cluster.yaml"):
+        path = tmp_path / name
+        path.write_bytes(b'{"apiVersion": "v1", "kind": "List", "items": [], "x": "\xff"}')
+        assert [str(e) for e in load_paths([str(path)]).errors] == [f"file {path}: is not UTF-8 text"]

@@ -10,6 +10,8 @@ JSON objects the way `kai.api.manifest` and `kai.api.strict` do, but:
   nodes of one type, carry the same text, so each distinct text is checked (`strict.check_fields`)
   and parsed (`read_pod_body`, `read_node_body`) once, by the same code as any other document;
 * label and annotation keys are checked once per distinct key (`strict.key_finding`);
+* a null is looked for where it can be: the Structs take none (a null in the metadata fails the
+  decoding), and each distinct `spec` and `status` text is searched for the word once;
 * the raw document of an item read this way is decoded only when someone reads it (`JsonDocument`):
   a simulated cluster reads few of its pods' documents (the pod grouper, owner chains), and decoding
   every one cost as much as the typed objects.
@@ -25,7 +27,8 @@ Pure: text in, documents and typed objects out.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import copy
+from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,14 +62,18 @@ class _OwnerRef(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class _Meta(msgspec.Struct, forbid_unknown_fields=True):
+    """No field takes a null (UNSET: absent), nor does any of `_OwnerRef`: an item with a null in its
+    metadata fails to decode, and the ordinary way, which drops null fields, reads it (a null in `spec`
+    or `status` is found by `_Reader._body`)."""
+
     name: str = ""
-    namespace: str | None = None
+    namespace: str | msgspec.UnsetType = msgspec.UNSET
     uid: str = ""
     labels: dict[str, str] = msgspec.field(default_factory=dict)
     annotations: dict[str, str] = msgspec.field(default_factory=dict)
     ownerReferences: list[_OwnerRef] = msgspec.field(default_factory=list)
-    creationTimestamp: str | None = None
-    deletionTimestamp: str | None = None
+    creationTimestamp: str | msgspec.UnsetType = msgspec.UNSET
+    deletionTimestamp: str | msgspec.UnsetType = msgspec.UNSET
 
 
 class _Pod(msgspec.Struct, tag_field="kind", tag="Pod", forbid_unknown_fields=True):
@@ -95,15 +102,15 @@ class JsonDocument(Mapping[str, Any]):
 
     __slots__ = ("_doc", "_text")
 
-    def __init__(self, text: bytes) -> None:
-        self._text = text
+    def __init__(self, text: msgspec.Raw) -> None:
+        self._text = text  # a slice of the file's text (msgspec keeps the text for it, copies nothing)
         self._doc: dict[str, Any] | None = None
 
     def decoded(self) -> dict[str, Any]:
         """The document as a plain dict (decoded once; treat it as read-only, as this mapping is)."""
         if self._doc is None:
             self._doc = _BUILTINS.decode(self._text)
-            self._text = b""
+            self._text = _ABSENT
         return self._doc
 
     def __getitem__(self, key: str) -> Any:
@@ -115,8 +122,26 @@ class JsonDocument(Mapping[str, Any]):
     def __len__(self) -> int:
         return len(self.decoded())
 
+    # the views of the decoded dict itself, not the ABC's generic ones (with those, `dict(document)`, as a store
+    # makes its copy of each node's document, took longer than the decoding)
+    def keys(self) -> KeysView[str]:
+        return self.decoded().keys()
+
+    def items(self) -> ItemsView[str, Any]:
+        return self.decoded().items()
+
+    def values(self) -> ValuesView[Any]:
+        return self.decoded().values()
+
     def __repr__(self) -> str:
         return repr(self.decoded())
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> JsonDocument:
+        """A copy that shares the text (immutable: a `Raw` is copied whole by `copy.deepcopy`)."""
+        twin = JsonDocument(self._text)
+        if self._doc is not None:
+            twin._doc = copy.deepcopy(self._doc, memo)
+        return twin
 
 
 class _Undecodable(Exception):
@@ -132,6 +157,7 @@ class Decoded:
     source: Source
     raws: list[Mapping[str, Any]]
     objects: list[Pod | Node | None]
+    nulls: bool  # whether a document left to the caller may hold a null (its text has the word)
 
 
 class _Reader:
@@ -143,41 +169,49 @@ class _Reader:
         self.clean_keys: set[str] = set()
         self.pod_bodies: dict[tuple[bytes, bytes], PodBody | None] = {}
         self.node_bodies: dict[tuple[bytes, bytes], NodeBody | None] = {}
-        self.read_versions: dict[tuple[str, str], bool] = {}
+        self.read_versions: dict[tuple[str, bool], bool] = {}  # by apiVersion and whether a Pod (or a Node)
 
-    def read(self, text: bytes) -> tuple[Pod | Node, JsonDocument] | None:
+    def read(self, text: msgspec.Raw) -> tuple[Pod | Node, JsonDocument] | None:
         """The typed object of one item and its lazily decoded document, or None (the ordinary way reads it);
-        raises `_Undecodable` where the file cannot be read as Python values at all."""
-        if b"null" in text:  # the ordinary way drops null fields: leave such a document to it
-            return None
+        raises `_Undecodable` where the file cannot be read as Python values at all. An item holding a null
+        is left to the ordinary way, which drops null fields: its decoding fails where the null is in the
+        metadata, and `_body` refuses the text of a `spec` or `status` with the word null."""
         try:
             doc = _ITEM.decode(text)
         except (msgspec.DecodeError, msgspec.ValidationError):
             return None
-        kind = "Pod" if isinstance(doc, _Pod) else "Node"
-        if not self._reads(doc.apiVersion, kind):
+        pod = type(doc) is _Pod
+        reads = self.read_versions.get((doc.apiVersion, pod))
+        if reads is None:
+            reads = self._reads(doc.apiVersion, "Pod" if pod else "Node")
+        if not reads:
             return None
-        meta = self._meta(doc.metadata, namespaced=kind == "Pod")
+        meta = self._meta(doc.metadata, namespaced=pod)
         if meta is None:
             return None
         key = (bytes(doc.spec), bytes(doc.status))
         raw = JsonDocument(text)
-        if isinstance(doc, _Node):
-            node_body = self.node_bodies[key] if key in self.node_bodies else self._node_body(key)
+        if not pod:
+            try:
+                node_body = self.node_bodies[key]
+            except KeyError:
+                node_body = self._node_body(key)
             return None if node_body is None else (node_of(meta, node_body), raw)
-        pod_body = self.pod_bodies[key] if key in self.pod_bodies else self._pod_body(key)
+        try:
+            pod_body = self.pod_bodies[key]
+        except KeyError:
+            pod_body = self._pod_body(key)
         if pod_body is None:
             return None
         try:
-            return pod_of(meta, pod_body, Reader(raw, source=self.source, kind="Pod", name=meta.name)), raw
+            return pod_of(meta, pod_body, raw, source=self.source), raw
         except InputError:
             return None
 
     def _reads(self, api_version: str, kind: str) -> bool:
-        found = self.read_versions.get((api_version, kind))
-        if found is None:
-            found = kinds.classify(api_version, kind).action == "read" and kinds.group_of(api_version) == ""
-            self.read_versions[(api_version, kind)] = found
+        """Whether kai reads this kind (a Pod or a Node) at this apiVersion, remembered in `read_versions`."""
+        found = kinds.classify(api_version, kind).action == "read" and kinds.group_of(api_version) == ""
+        self.read_versions[(api_version, kind == "Pod")] = found
         return found
 
     def _meta(self, meta: _Meta, *, namespaced: bool) -> ObjectMeta | None:
@@ -191,17 +225,22 @@ class _Reader:
                         return None
                     self.clean_keys.add(key)
         try:
-            created = None if meta.creationTimestamp is None else parse_timestamp(meta.creationTimestamp)
-            deleted = None if meta.deletionTimestamp is None else parse_timestamp(meta.deletionTimestamp)
+            created = None if meta.creationTimestamp is msgspec.UNSET else parse_timestamp(meta.creationTimestamp)
+            deleted = None if meta.deletionTimestamp is msgspec.UNSET else parse_timestamp(meta.deletionTimestamp)
         except (ValueError, OverflowError):
             return None
-        owners = tuple(
-            OwnerReference(api_version=r.apiVersion, kind=r.kind, name=r.name, uid=r.uid, controller=r.controller)
-            for r in meta.ownerReferences
+        owners = (
+            tuple(
+                OwnerReference(api_version=r.apiVersion, kind=r.kind, name=r.name, uid=r.uid, controller=r.controller)
+                for r in meta.ownerReferences
+            )
+            if meta.ownerReferences
+            else ()
         )
+        namespace = meta.namespace if namespaced else ""
         return ObjectMeta(
             name=meta.name,
-            namespace=("default" if meta.namespace is None else meta.namespace) if namespaced else "",
+            namespace="default" if namespace is msgspec.UNSET else namespace,
             uid=meta.uid,
             labels=meta.labels,
             annotations=meta.annotations,
@@ -211,9 +250,12 @@ class _Reader:
         )
 
     def _body(self, key: tuple[bytes, bytes], shape: strict.Shape) -> dict[str, Any] | None:
-        """The `spec` and `status` of these texts as a mapping, if the strict checks find nothing in them."""
+        """The `spec` and `status` of these texts as a mapping, if they hold no null (the ordinary way drops
+        null fields: it reads such an item) and the strict checks find nothing in them."""
         body: dict[str, Any] = {}
         for name, text in zip(("spec", "status"), key, strict=True):
+            if b"null" in text:
+                return None
             if text:
                 try:
                     body[name] = _BUILTINS.decode(text)
@@ -246,9 +288,10 @@ class _Reader:
         return found
 
 
-def decode_list(text: str, *, file: str, extra_keys: frozenset[str]) -> Decoded | None:
+def decode_list(text: str | bytes, *, file: str, extra_keys: frozenset[str]) -> Decoded | None:
     """The documents of a JSON file holding one `v1 List`, Pods and Nodes read; None for any other file
-    (not such a list, or not JSON msgspec decodes: the ordinary way reads it, and names what is wrong)."""
+    (not such a list, or not JSON msgspec decodes: the ordinary way reads it, and names what is wrong).
+    `text`: the file's text, or its bytes if they are ASCII (the text of the same characters)."""
     try:
         top = _LIST.decode(text)
     except (msgspec.DecodeError, msgspec.ValidationError):
@@ -258,10 +301,10 @@ def decode_list(text: str, *, file: str, extra_keys: frozenset[str]) -> Decoded 
     reader = _Reader(Source(file=file, index=1), extra_keys)
     raws: list[Mapping[str, Any]] = []
     objects: list[Pod | Node | None] = []
+    nulls = False
     for item in top.items:
-        item_text = bytes(item)
         try:
-            found = reader.read(item_text)
+            found = reader.read(item)
         except _Undecodable:
             return None
         if found is not None:
@@ -269,11 +312,12 @@ def decode_list(text: str, *, file: str, extra_keys: frozenset[str]) -> Decoded 
             raws.append(found[1])
             continue
         try:
-            raw = _BUILTINS.decode(item_text)
+            raw = _BUILTINS.decode(item)
         except (msgspec.DecodeError, msgspec.ValidationError):  # a number out of range (1e400) is not checked above
             return None
         if type(raw) is not dict:
             return None
+        nulls = nulls or b"null" in bytes(item)
         raws.append(raw)
         objects.append(None)
-    return Decoded(source=reader.source, raws=raws, objects=objects)
+    return Decoded(source=reader.source, raws=raws, objects=objects, nulls=nulls)

@@ -24,6 +24,7 @@ GPU_FRACTION_NUM_DEVICES = "gpu-fraction-num-devices"
 GPU_FRACTION_CONTAINER = "gpu-fraction-container-name"
 MPS = "mps"
 GPU_SHARING_ANNOTATIONS = (GPU_FRACTION, GPU_MEMORY, GPU_FRACTION_NUM_DEVICES, GPU_FRACTION_CONTAINER, MPS)
+_GPU_SHARING = frozenset(GPU_SHARING_ANNOTATIONS)
 POD_GROUP_ANNOTATION = "pod-group-name"
 SUBGROUP_LABEL = "kai.scheduler/subgroup-name"
 TASK_PRIORITY_LABEL = "kai.scheduler/task-priority"
@@ -268,8 +269,14 @@ def read_pod_body(top: Reader) -> PodBody:
     )
 
 
-def pod_of(meta: ObjectMeta, body: PodBody, top: Reader) -> Pod:
-    """The pod of this metadata and body; `top` reads the whole object (for the GPU-sharing checks)."""
+def pod_of(meta: ObjectMeta, body: PodBody, raw: Mapping[str, Any], *, source: Source | None) -> Pod:
+    """The pod of this metadata and body; `raw` is the whole object, read (and named in the errors) by the
+    GPU-sharing checks of a pod with one of their annotations."""
+    gpu_share = None
+    if not meta.annotations.keys().isdisjoint(_GPU_SHARING):  # most pods: no Reader to make
+        gpu_share = parse_gpu_share(
+            meta.annotations, body.requests, Reader(raw, source=source, kind="Pod", name=meta.name)
+        )
     return Pod(
         meta=meta,
         scheduler_name=body.scheduler_name,
@@ -281,11 +288,10 @@ def pod_of(meta: ObjectMeta, body: PodBody, top: Reader) -> Pod:
         tolerations=body.tolerations,
         priority_class_name=body.priority_class_name,
         termination_grace_seconds=body.termination_grace_seconds,
-        gpu_share=parse_gpu_share(meta.annotations, body.requests, top),
+        gpu_share=gpu_share,
     )
 
 
 def parse_pod(raw: Mapping[str, Any], *, source: Source | None) -> Pod:
     meta = read_meta(raw, source=source, kind="Pod", namespaced=True)
-    top = Reader(raw, source=source, kind="Pod", name=meta.name)
-    return pod_of(meta, read_pod_body(top), top)
+    return pod_of(meta, read_pod_body(Reader(raw, source=source, kind="Pod", name=meta.name)), raw, source=source)

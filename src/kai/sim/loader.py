@@ -78,18 +78,31 @@ def _fetch(url: str) -> str:
         raise _file_error(url, "is not UTF-8 text") from None
 
 
-def _read(file: str) -> str:
+def _read(file: str) -> str | bytes:
+    """What a path holds: stdin's or a URL's text, a file's bytes (`_text` reads them as text)."""
     if file == "-":
         return sys.stdin.read()
     if is_url(file):
         return _fetch(file)
     try:
-        with open(file, encoding="utf-8") as fh:
+        with open(file, "rb") as fh:
             return fh.read()
-    except UnicodeDecodeError:
-        raise _file_error(file, "is not UTF-8 text") from None
     except OSError as exc:
         raise _file_error(file, f"cannot be read: {exc.strerror or exc}") from None
+
+
+def _text(file: str, content: str | bytes) -> str:
+    """The text of what `_read` gave, as a text-mode `open` reads a file: UTF-8, with universal newlines
+    (its incremental decoding took longer than decoding the bytes at once)."""
+    if isinstance(content, str):
+        return content
+    try:
+        text = content.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _file_error(file, "is not UTF-8 text") from None
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text
 
 
 def _queue_cycle_errors(queues: Sequence[tuple[Queue, Source]]) -> list[InputError]:
@@ -219,8 +232,14 @@ def load_paths(paths: Sequence[str], *, extra_keys: frozenset[str] = frozenset()
             errors.append(_file_error(path, "is a directory with no .yaml, .yml or .json files"))
         for file in files:
             try:
-                text = _read(file)
-                fast = json_decode.decode_list(text, file=file, extra_keys=extra_keys) if is_json(file) else None
+                content = _read(file)
+                fast = None
+                if is_json(file):
+                    # msgspec reads ASCII bytes (most JSON files) as they are: no text is made of them
+                    if not (isinstance(content, bytes) and content.isascii()):
+                        content = _text(file, content)
+                    fast = json_decode.decode_list(content, file=file, extra_keys=extra_keys)
+                text = "" if fast is not None else _text(file, content)
                 docs = [] if fast is not None else list(split_documents(text, file=file))
             except InputError as exc:
                 errors.append(exc)
@@ -229,15 +248,16 @@ def load_paths(paths: Sequence[str], *, extra_keys: frozenset[str] = frozenset()
             if fast is not None:
                 documents += len(fast.raws)
                 entries = zip(fast.raws, itertools.repeat(fast.source), fast.objects, strict=False)
+                nulls = fast.nulls
             else:
                 documents += len(docs)
                 entries = ((d.raw, d.source, None) for d in docs)
-            # a JSON text without the word null holds no null (YAML has other ways to write one)
-            nulls = not is_json(file) or "null" in text
+                # a JSON text without the word null holds no null (YAML has other ways to write one)
+                nulls = not is_json(file) or "null" in text
             for raw, source, read in entries:
                 if read is not None:  # the strict checks and the parser would find nothing to say
                     annotations = read.meta.annotations
-                    if any(key in annotations for key in SIM_DURATION_ANNOTATIONS):
+                    if not annotations.keys().isdisjoint(SIM_DURATION_ANNOTATIONS):
                         found = _sim_annotation_errors(
                             Document(raw=raw, source=source), [("metadata.annotations", annotations)]
                         )
