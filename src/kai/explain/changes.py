@@ -13,7 +13,6 @@ quota (an administrator's change), then ending another job to free what it holds
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 import msgspec
@@ -34,7 +33,7 @@ ENDING = (TaskStatus.RUNNING, TaskStatus.ALLOCATED)  # the pods of a job that en
 def _replace_job(snapshot: Snapshot, job: Job) -> Snapshot:
     jobs = list(snapshot.jobs)
     jobs[job.index] = job
-    return dataclasses.replace(snapshot, jobs=tuple(jobs))
+    return msgspec.structs.replace(snapshot, jobs=tuple(jobs))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -56,7 +55,7 @@ class SetQueue:
         job = snapshot.jobs[self.job]
         index = snapshot.queue_by_name[self.queue]
         problem = job.problem if job.problem is not None and job.problem.reason != "QueueDoesNotExist" else None
-        return _replace_job(snapshot, dataclasses.replace(job, queue=index, queue_name=self.queue, problem=problem))
+        return _replace_job(snapshot, msgspec.structs.replace(job, queue=index, queue_name=self.queue, problem=problem))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -83,7 +82,7 @@ class SetPriorityClass:
         problem = job.problem if job.problem is not None and job.problem.reason != "PriorityClassNotFound" else None
         return _replace_job(
             snapshot,
-            dataclasses.replace(
+            msgspec.structs.replace(
                 job,
                 priority=self.value,
                 priority_class_name=self.name,
@@ -110,7 +109,7 @@ class SetPreemptible:
         return (PRIORITY, 0.0)
 
     def apply(self, snapshot: Snapshot) -> Snapshot:
-        return _replace_job(snapshot, dataclasses.replace(snapshot.jobs[self.job], preemptible=True))
+        return _replace_job(snapshot, msgspec.structs.replace(snapshot.jobs[self.job], preemptible=True))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -153,7 +152,7 @@ class DropNodeSelector:
                     constraint_lib.constraint_mask(new, names=nodes.names, labels=nodes.labels, taints=nodes.taints)
                 )
             tasks[t] = msgspec.structs.replace(task, constraint=index[new])
-        return dataclasses.replace(
+        return msgspec.structs.replace(
             snapshot, tasks=tuple(tasks), constraints=tuple(constraints), constraint_masks=tuple(masks)
         )
 
@@ -175,8 +174,8 @@ class SetMinMember:
 
     def apply(self, snapshot: Snapshot) -> Snapshot:
         job = snapshot.jobs[self.job]
-        podsets = tuple(dataclasses.replace(ps, min_available=self.min_member) for ps in job.podsets)
-        return _replace_job(snapshot, dataclasses.replace(job, min_member=self.min_member, podsets=podsets))
+        podsets = tuple(msgspec.structs.replace(ps, min_available=self.min_member) for ps in job.podsets)
+        return _replace_job(snapshot, msgspec.structs.replace(job, min_member=self.min_member, podsets=podsets))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -208,7 +207,7 @@ class SetPodRequest:
                 request = tasks[t].request.copy()
                 request[self.resource] = self.amount
                 tasks[t] = msgspec.structs.replace(tasks[t], request=request)
-        return dataclasses.replace(snapshot, tasks=tuple(tasks))
+        return msgspec.structs.replace(snapshot, tasks=tuple(tasks))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -251,10 +250,10 @@ class RaiseQueue:
         vector = (queue.limit if self.field == "limit" else queue.deserved).copy()
         vector[self.resource] = self.amount
         if self.field == "limit":
-            queues[index] = dataclasses.replace(queue, limit=vector)
+            queues[index] = msgspec.structs.replace(queue, limit=vector)
         else:
-            queues[index] = dataclasses.replace(queue, deserved=vector)
-        return dataclasses.replace(snapshot, queues=tuple(queues))
+            queues[index] = msgspec.structs.replace(queue, deserved=vector)
+        return msgspec.structs.replace(snapshot, queues=tuple(queues))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -296,7 +295,7 @@ class EndJob:
             if task.status in ENDING and task.node >= 0:
                 used[task.node] -= task.request
                 tasks[t] = msgspec.structs.replace(task, status=TaskStatus.SUCCEEDED, node=-1)
-        return dataclasses.replace(snapshot, tasks=tuple(tasks), nodes=dataclasses.replace(nodes, used=used))
+        return msgspec.structs.replace(snapshot, tasks=tuple(tasks), nodes=msgspec.structs.replace(nodes, used=used))
 
 
 def ends_cleanly(snapshot: Snapshot, job: Job) -> bool:

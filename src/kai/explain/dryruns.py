@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+import msgspec
 import numpy as np
 
 from kai.core.model import Job, JobProblem, Snapshot
@@ -138,7 +139,7 @@ def alone(ctx: analysis.Context, job: Job, candidate: Candidate, changed: Snapsh
         return None
     jobs = list(ctx.remembered("others left out", lambda: _left_out(ctx)))
     jobs[job.index] = changed.jobs[job.index]
-    return dataclasses.replace(changed, jobs=tuple(jobs))
+    return msgspec.structs.replace(changed, jobs=tuple(jobs))
 
 
 def same_shares(ctx: analysis.Context, session: Session) -> bool:
@@ -149,7 +150,7 @@ def same_shares(ctx: analysis.Context, session: Session) -> bool:
 def _left_out(ctx: analysis.Context) -> tuple[Job, ...]:
     session = ctx.session
     return tuple(
-        dataclasses.replace(j, problem=LEFT_OUT) if j.problem is None and session.has_pending(j) else j
+        msgspec.structs.replace(j, problem=LEFT_OUT) if j.problem is None and session.has_pending(j) else j
         for j in ctx.snapshot.jobs
     )
 
