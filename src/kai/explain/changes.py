@@ -13,8 +13,6 @@ quota (an administrator's change), then ending another job to free what it holds
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import msgspec
 
 from kai.core import constraints as constraint_lib
@@ -36,8 +34,7 @@ def _replace_job(snapshot: Snapshot, job: Job) -> Snapshot:
     return msgspec.structs.replace(snapshot, jobs=tuple(jobs))
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class SetQueue:
+class SetQueue(msgspec.Struct, frozen=True, kw_only=True):
     job: int
     queue: str
     preference: int = 0  # 0: the queue the user most likely meant
@@ -58,8 +55,7 @@ class SetQueue:
         return _replace_job(snapshot, msgspec.structs.replace(job, queue=index, queue_name=self.queue, problem=problem))
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class SetPriorityClass:
+class SetPriorityClass(msgspec.Struct, frozen=True, kw_only=True):
     job: int
     name: str
     value: int
@@ -93,8 +89,7 @@ class SetPriorityClass:
         )
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class SetPreemptible:
+class SetPreemptible(msgspec.Struct, frozen=True, kw_only=True):
     """Mark the job preemptible (the `kai.scheduler/preemptibility` label), keeping its priority."""
 
     job: int
@@ -112,8 +107,7 @@ class SetPreemptible:
         return _replace_job(snapshot, msgspec.structs.replace(snapshot.jobs[self.job], preemptible=True))
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class DropNodeSelector:
+class DropNodeSelector(msgspec.Struct, frozen=True, kw_only=True):
     """Remove one nodeSelector entry from the job's pending pods."""
 
     job: int
@@ -157,8 +151,7 @@ class DropNodeSelector:
         )
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class SetMinMember:
+class SetMinMember(msgspec.Struct, frozen=True, kw_only=True):
     job: int
     min_member: int
     was: int
@@ -178,8 +171,7 @@ class SetMinMember:
         return _replace_job(snapshot, msgspec.structs.replace(job, min_member=self.min_member, podsets=podsets))
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class SetPodRequest:
+class SetPodRequest(msgspec.Struct, frozen=True, kw_only=True):
     """Every pending pod of the job asking `was` of a resource (node space) asks `amount` instead."""
 
     job: int
@@ -210,8 +202,7 @@ class SetPodRequest:
         return msgspec.structs.replace(snapshot, tasks=tuple(tasks))
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class RaiseQueue:
+class RaiseQueue(msgspec.Struct, frozen=True, kw_only=True):
     """Raise a queue's limit or quota of one resource (queue space: gpu, cpu millicores, memory bytes)."""
 
     queue: str
@@ -256,8 +247,7 @@ class RaiseQueue:
         return msgspec.structs.replace(snapshot, queues=tuple(queues))
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class EndJob:
+class EndJob(msgspec.Struct, frozen=True, kw_only=True):
     """Another job ends (its workload is deleted) and frees what it holds: `needed` of a resource (queue
     space: 0 gpu, 1 cpu, 2 memory) must be freed in `queue`, and this job, holding `holds` of it, is the
     first to free it (`why`: it is first in line to end, or to be reclaimed or preempted; `line` 0 for
