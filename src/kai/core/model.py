@@ -3,6 +3,10 @@
 A snapshot is immutable. Everything a session changes lives in the session's own arrays
 (`kai.core.session`), so the snapshot can be shared, compared before and after an action, and
 rebuilt incrementally by the adapter.
+
+Records here and across kai's layers below the adapters are msgspec Structs rather than dataclasses:
+a Struct class costs 0.01 ms to create at import, a dataclass 0.3 ms (it `exec`s generated methods),
+and `kai sim` imports over a hundred of them. A record left a dataclass says why.
 """
 
 from __future__ import annotations
