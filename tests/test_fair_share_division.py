@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import random
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 import yaml
+from msgspec.structs import replace
 
 from kai.plugins.proportion.division import (
     QueueShareInput,

@@ -4,10 +4,11 @@ loads manifests, so the engine is given such an object directly, as an adapter's
 
 from __future__ import annotations
 
-import dataclasses
 import pathlib
 from collections.abc import Mapping
 from typing import Any
+
+import msgspec
 
 from kai.cli.simulate import simulate
 from kai.explain import engine, model
@@ -36,7 +37,7 @@ def test_a_fix_on_an_object_with_null_labels_sets_them() -> None:
             return found
         return {**found, "metadata": {**found["metadata"], "labels": None}, "spec": found["spec"]}
 
-    ctx = dataclasses.replace(ctx, facts=dataclasses.replace(ctx.facts, objects=with_null_labels))
+    ctx = msgspec.structs.replace(ctx, facts=msgspec.structs.replace(ctx.facts, objects=with_null_labels))
     [job] = [j for j in ctx.snapshot.jobs if j.display_name == "big"]
     explanation = engine.explain_job(ctx, job, budget=engine.DRY_RUNS_PER_JOB)
 

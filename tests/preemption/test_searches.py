@@ -3,9 +3,9 @@ earlier cycle on the same cluster, which are skipped with exactly the decisions 
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 
+import msgspec
 import pytest
 from benchmarks.clusters import NOW, reclaim_cluster, starving_cluster
 
@@ -30,9 +30,7 @@ def _snapshot(cluster_name: str, *, now: float = NOW) -> Snapshot:
 
 
 def _decisions(result: CycleResult) -> dict[str, object]:
-    return {
-        f.name: getattr(result, f.name) for f in dataclasses.fields(result) if f.name not in ("searches", "hopeless")
-    }
+    return {name: getattr(result, name) for name in result.__struct_fields__ if name not in ("searches", "hopeless")}
 
 
 def _report(result: CycleResult, action: str) -> SearchReport:
@@ -72,7 +70,7 @@ def test_remembered_searches_are_skipped_with_the_same_decisions(cluster: str, b
 
 def test_memory_ends_with_its_clock_window() -> None:
     first = run_cycle(_snapshot("starving"), SchedulerConfig())
-    window = dataclasses.replace(first.hopeless, until=NOW + 0.5)
+    window = msgspec.structs.replace(first.hopeless, until=NOW + 0.5)
     late = run_cycle(_snapshot("starving", now=NOW + 1), SchedulerConfig(), hopeless=window)
     assert all(r.remembered == 0 for r in late.searches)
     early = run_cycle(_snapshot("starving", now=NOW + 0.25), SchedulerConfig(), hopeless=window)
@@ -88,14 +86,14 @@ def test_memory_ends_with_its_clock_window() -> None:
 def test_next_clock_event_is_the_first_minimum_runtime_or_delay_to_end() -> None:
     snapshot = _snapshot("reclaim")
     assert next_clock_event(open_session(snapshot, SchedulerConfig())) == float("inf")
-    queues = tuple(dataclasses.replace(q, reclaim_min_runtime=600.0) for q in snapshot.queues)
+    queues = tuple(msgspec.structs.replace(q, reclaim_min_runtime=600.0) for q in snapshot.queues)
     jobs = list(snapshot.jobs)
-    jobs[0] = dataclasses.replace(jobs[0], last_start=NOW - 100.0)
-    jobs[1] = dataclasses.replace(jobs[1], last_start=NOW - 900.0)  # its protection ended already
-    timed = dataclasses.replace(snapshot, queues=queues, jobs=tuple(jobs))
+    jobs[0] = msgspec.structs.replace(jobs[0], last_start=NOW - 100.0)
+    jobs[1] = msgspec.structs.replace(jobs[1], last_start=NOW - 900.0)  # its protection ended already
+    timed = msgspec.structs.replace(snapshot, queues=queues, jobs=tuple(jobs))
     assert next_clock_event(open_session(timed, SchedulerConfig())) == pytest.approx(NOW + 500.0 - MARGIN)
-    jobs[2] = dataclasses.replace(jobs[2], preemption_delay=30.0, creation=NOW - 10.0, last_eviction=None)
-    delayed = dataclasses.replace(timed, jobs=tuple(jobs))
+    jobs[2] = msgspec.structs.replace(jobs[2], preemption_delay=30.0, creation=NOW - 10.0, last_eviction=None)
+    delayed = msgspec.structs.replace(timed, jobs=tuple(jobs))
     assert next_clock_event(open_session(delayed, SchedulerConfig())) == pytest.approx(NOW + 20.0 - MARGIN)
 
 

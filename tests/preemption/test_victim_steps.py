@@ -7,7 +7,6 @@ order, and a whole cycle must give the same decisions whichever walk the victim 
 
 from __future__ import annotations
 
-import dataclasses
 import gc
 import weakref
 
@@ -204,7 +203,7 @@ def _content(step: victims.PlanStep) -> tuple[object, ...]:
 
 
 def _decisions(result: CycleResult) -> dict[str, object]:
-    return {f.name: getattr(result, f.name) for f in dataclasses.fields(result)}
+    return {name: getattr(result, name) for name in result.__struct_fields__}
 
 
 @pytest.mark.parametrize("spec", CLUSTERS, ids=lambda s: f"{s['nodes']}n-{s['queues']}q")

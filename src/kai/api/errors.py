@@ -6,11 +6,10 @@ reports it and carries on with every other object.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Source:
+class Source(msgspec.Struct, frozen=True, kw_only=True):
     """Where an object came from: a file (or `-` for standard input) and its document index."""
 
     file: str
@@ -35,8 +34,7 @@ class InputError(ValueError):
         super().__init__(f"{where}{obj}: {at}{problem}")
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class InputWarning:
+class InputWarning(msgspec.Struct, frozen=True, kw_only=True):
     """Usable input that likely does not do what was meant; reads like an `InputError`, with a reason."""
 
     source: Source | None

@@ -16,7 +16,8 @@ import functools
 import importlib
 import pkgutil
 from collections.abc import Mapping
-from dataclasses import dataclass
+
+import msgspec
 
 # (group, kind) kai parses -> the versions that serve it; None: any version (a third-party CRD whose
 # versions kai does not track).
@@ -53,8 +54,7 @@ _KAI_OTHER_KINDS: Mapping[str, frozenset[str]] = {
 }
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class KindVerdict:
+class KindVerdict(msgspec.Struct, frozen=True, kw_only=True):
     """What to do with one (apiVersion, kind): read it, skip it (saying why), or refuse it (saying why)."""
 
     action: str  # "read" | "skip" | "refuse"

@@ -13,6 +13,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 import yaml
 
 from kai.api import kinds
@@ -27,6 +28,8 @@ from kai.api.priority import PriorityClass, parse_priority_class
 from kai.api.queue import Queue, parse_queue
 
 
+# Workload, Namespace and ConfigMap: dataclasses, not msgspec Structs, as the simulator copies API objects
+# through `__dataclass_fields__`
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Workload:
     """A controller-managed object (Deployment, RayCluster, PyTorchJob, ...): metadata plus raw body."""
@@ -60,16 +63,14 @@ class ConfigMap:
 ApiObject = Node | Pod | PodGroup | Queue | PriorityClass | Namespace | ConfigMap | Workload
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Document:
+class Document(msgspec.Struct, frozen=True, kw_only=True):
     """One raw object and where it came from."""
 
     raw: Mapping[str, Any]
     source: Source
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class SkippedObject:
+class SkippedObject(msgspec.Struct, frozen=True, kw_only=True):
     """An object of a kind kai does not understand; reported to the user, never silently dropped."""
 
     source: Source

@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 from kai.api.errors import Source
 from kai.api.fields import Reader, parse_duration
 from kai.api.meta import ObjectMeta, read_meta
@@ -90,14 +92,14 @@ def _decimal(value: int, unit: int) -> str:
     return f"{whole}.{str(frac).rjust(digits, '0').rstrip('0')}"
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class SubGroup:
+class SubGroup(msgspec.Struct, frozen=True, kw_only=True):
     name: str
     min_member: int
     parent: str | None
     min_sub_group: int | None = None  # children that must be satisfied; None: all of them
 
 
+# a dataclass, not a msgspec Struct: the simulator copies API objects through `__dataclass_fields__`
 @dataclass(frozen=True, kw_only=True, slots=True)
 class PodGroup:
     meta: ObjectMeta

@@ -20,6 +20,7 @@ DEFAULT_PRIORITY_CLASSES: Mapping[str, int] = {
 DEFAULT_PRIORITY_CLASS = "train"
 
 
+# a dataclass, not a msgspec Struct: the simulator copies API objects through `__dataclass_fields__`
 @dataclass(frozen=True, kw_only=True, slots=True)
 class PriorityClass:
     meta: ObjectMeta

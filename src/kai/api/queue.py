@@ -14,6 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 from kai.api.errors import Source
 from kai.api.fields import Reader
 from kai.api.meta import ObjectMeta, read_meta
@@ -23,13 +25,13 @@ UNLIMITED = -1.0  # a quota or limit of -1: no bound
 QUEUE_RESOURCE_KEYS = ("gpu", "cpu", "memory")
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class QueueResource:
+class QueueResource(msgspec.Struct, frozen=True, kw_only=True):
     quota: float
     limit: float
     over_quota_weight: float
 
 
+# a dataclass, not a msgspec Struct: the simulator copies API objects through `__dataclass_fields__`
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Queue:
     meta: ObjectMeta

@@ -24,8 +24,9 @@ from __future__ import annotations
 import difflib
 import functools
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from kai.api import model_fields
 from kai.api.errors import InputError, InputWarning, Source
@@ -98,12 +99,11 @@ UNPREFIXED_KEYS: tuple[str, ...] = (
 )
 
 
-@dataclass(slots=True)
-class Shape:
+class Shape(msgspec.Struct):
     """The expected shape of a value: an object with known fields, a list, a map, or a scalar."""
 
     kind: str  # "object" | "list" | "map" | "scalar" | "any"
-    fields: dict[str, Shape] = field(default_factory=dict)  # object: known fields
+    fields: dict[str, Shape] = msgspec.field(default_factory=dict)  # object: known fields
     item: Shape | None = None  # list items and map values
     types: tuple[str, ...] = ()  # scalar JSON types to check ("" for no check)
     strict_types: bool = False  # check scalar types (our CRDs); built-in kinds are checked for fields only
@@ -112,8 +112,7 @@ class Shape:
 ANY = Shape(kind="any")
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Findings:
+class Findings(msgspec.Struct, frozen=True, kw_only=True):
     errors: list[InputError]
     warnings: list[InputWarning]
 

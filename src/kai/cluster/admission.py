@@ -18,8 +18,9 @@ writes before binding the pod (`kai.kubernetes.shared_binds`); `runtimeClassName
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from kai.api import pod as api_pod
 from kai.api import queue as api_queue
@@ -32,8 +33,7 @@ CONFIGMAP_SUFFIX = "shared-gpu"
 MAX_BASE = 63 - len(CONFIGMAP_SUFFIX) - 7 - 2 - 5 - 4  # KAI's bound, so "<base>-<i>-evar-vol" names stay valid
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Verdict:
+class Verdict(msgspec.Struct, frozen=True, kw_only=True):
     """Admit (`allowed`) or refuse with `message`; `patch` is a JSON patch for a mutation."""
 
     allowed: bool

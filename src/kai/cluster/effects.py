@@ -18,10 +18,8 @@ Effects, in the order they are planned:
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Protocol
 
 import msgspec
@@ -55,8 +53,7 @@ class Bind(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     annotations: Mapping[str, str]
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Nominate:
+class Nominate(msgspec.Struct, frozen=True, kw_only=True):
     pod: str
     node: str
     gpu_groups: tuple[str, ...]
@@ -64,8 +61,7 @@ class Nominate:
     message: str
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Evict:
+class Evict(msgspec.Struct, frozen=True, kw_only=True):
     pod: str
     podgroup: str
     node: str
@@ -74,15 +70,13 @@ class Evict:
     message: str
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class AnnotatePodGroup:
+class AnnotatePodGroup(msgspec.Struct, frozen=True, kw_only=True):
     podgroup: str
     key: str
     value: str | None  # None removes the annotation
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Condition:
+class Condition(msgspec.Struct, frozen=True, kw_only=True):
     """A PodGroup's scheduling condition as KAI writes it in `status.schedulingConditions`."""
 
     reason: str
@@ -122,8 +116,7 @@ class Condition:
         }
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class SetPodGroupCondition:
+class SetPodGroupCondition(msgspec.Struct, frozen=True, kw_only=True):
     podgroup: str
     condition: Condition | None  # None: the group schedules, clear it
 
@@ -134,14 +127,12 @@ class MarkPodUnschedulable(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     message: str
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class SetPodGroupResources:
+class SetPodGroupResources(msgspec.Struct, frozen=True, kw_only=True):
     podgroup: str
     resources: Mapping[str, Mapping[str, str]]  # allocated, allocatedNonPreemptible, requested
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class SetQueueStatus:
+class SetQueueStatus(msgspec.Struct, frozen=True, kw_only=True):
     queue: str
     status: Mapping[str, object]  # allocated, allocatedNonPreemptible, requested, fairShare, childQueues
 
@@ -374,7 +365,7 @@ def _conditions(
             continue
         if current is None or (current.reason, current.message) != (decided.reason, decided.message):
             previous_id = current.transition_id if current is not None else -1
-            condition = dataclasses.replace(decided, transition_id=previous_id + 1, last_transition=now)
+            condition = msgspec.structs.replace(decided, transition_id=previous_id + 1, last_transition=now)
             effects.append(SetPodGroupCondition(podgroup=key, condition=condition))
             if current is None or current.dominant != decided.dominant:
                 # an event says a new reason; the same reason in other numbers only updates the condition

@@ -22,9 +22,10 @@ the condition that starts it (`live_estimates`).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
+
+import msgspec
 
 from kai.actions.allocate import UNSCHEDULABLE
 from kai.api import podgroup as api_podgroup
@@ -243,8 +244,7 @@ def cycle_context(
     return engine.context(snapshot=snapshot, config=config, session=session, facts=found, thorough=False)
 
 
-@dataclasses.dataclass(slots=True)
-class FixMemory:
+class FixMemory(msgspec.Struct):
     """How far cycles have searched for each waiting PodGroup's first fix (`suggest.Search`: the fix,
     or that none works within its dry runs, or how many candidates failed so far).
 
@@ -257,7 +257,7 @@ class FixMemory:
     whose reasons end with the clock (a preemption delay) is not kept.
     """
 
-    searches: dict[str, suggest.Search] = dataclasses.field(default_factory=dict)
+    searches: dict[str, suggest.Search] = msgspec.field(default_factory=dict)
 
     def known(self) -> Mapping[str, suggest.Search]:
         """The searches made so far, by PodGroup namespace/name (each for the reasons it names)."""
@@ -277,8 +277,7 @@ def timed(explanation: model.Explanation) -> bool:
     return any(r.token == model.PREEMPTION_DELAY_NOT_ELAPSED for r in explanation.reasons)
 
 
-@dataclasses.dataclass(slots=True)
-class CycleExplainer:
+class CycleExplainer(msgspec.Struct):
     """What an adapter's cycles say of the waiting jobs when they repeat on a cluster that may not
     have changed (kai run), and what that costs:
 
@@ -295,7 +294,7 @@ class CycleExplainer:
       cycle.
     """
 
-    fixes: FixMemory = dataclasses.field(default_factory=FixMemory)
+    fixes: FixMemory = msgspec.field(default_factory=FixMemory)
     last: tuple[object, tuple[str, ...], engine.CycleExplanations] | None = None
 
     def plan(
@@ -408,7 +407,7 @@ def _estimated(expl: model.Explanation, estimate: Estimator) -> model.Explanatio
 
 
 def _with_estimate(expl: model.Explanation, found: model.Estimate) -> model.Explanation:
-    return dataclasses.replace(
+    return msgspec.structs.replace(
         expl, estimated_start=found.start, estimate=found.text, estimate_after_fix=found.after_fix
     )
 

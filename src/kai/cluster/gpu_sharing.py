@@ -104,6 +104,7 @@ def account_reservations(ours: Sequence[PodState], foreign: Sequence[PodState]) 
 
 
 # ------------------------------------------------------------------------------------------ reservations
+# a dataclass, not a msgspec Struct: `kai.kubernetes.reservations` changes it with `dataclasses.replace`
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Reservation:
     """A reservation pod as the cluster shows it (or as the adapter just created it)."""
@@ -116,16 +117,14 @@ class Reservation:
     created: float
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Reserve:
+class Reserve(msgspec.Struct, frozen=True, kw_only=True):
     """Create a reservation pod for `group` on `node`."""
 
     node: str
     group: str
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Release:
+class Release(msgspec.Struct, frozen=True, kw_only=True):
     """Delete the reservation pod `pod` (namespace/name); `why` is for logs and events."""
 
     pod: str
@@ -137,8 +136,7 @@ class Release:
 ReservationEffect = Reserve | Release
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class DeviceUse:
+class DeviceUse(msgspec.Struct, frozen=True, kw_only=True):
     """Which shared devices (node, group) pods of ours use.
 
     `keep`: a pod holds the device (bound, running or terminating: its containers may still use it,
@@ -205,8 +203,7 @@ def plan_reservations(*, use: DeviceUse, reservations: Sequence[Reservation]) ->
 
 
 # ------------------------------------------------------------------------------------------ device settings
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ContainerRef:
+class ContainerRef(msgspec.Struct, frozen=True, kw_only=True):
     """The container that gets a shared pod's device settings: `index` in `containers`, or in
     `initContainers` when `init` (KAI names its ConfigMap `<base>-<index>`, `<base>-i<index>` for init)."""
 

@@ -10,8 +10,9 @@ the pod's `pod-group-name` annotation and subgroup label, and records the warnin
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from kai.api import pod as api_pod
 from kai.api.meta import ObjectMeta
@@ -26,8 +27,7 @@ from kai.podgrouper.model import GroupingWarning, OwnerReference
 PODGROUP_API_VERSION = "scheduling.run.ai/v2alpha2"
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Grouped:
+class Grouped(msgspec.Struct, frozen=True, kw_only=True):
     """The pod belongs to `podgroup` (derived from `owner`); `subgroup` is its subgroup label."""
 
     podgroup: PodGroup
@@ -38,8 +38,7 @@ class Grouped:
     warnings: tuple[GroupingWarning, ...]
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class NotGrouped:
+class NotGrouped(msgspec.Struct, frozen=True, kw_only=True):
     """No PodGroup could be derived: the pod waits, and `reason`/`message` say why."""
 
     reason: str

@@ -8,15 +8,15 @@ pending pods may be pipelined onto them. Any other bound pod is Running; the res
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+
+import msgspec
 
 from kai.api import pod as api_pod
 from kai.api.pod import Pod
 from kai.core.model import TaskStatus
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ObservedPod:
+class ObservedPod(msgspec.Struct, frozen=True, kw_only=True):
     status: TaskStatus
     node: str | None
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+
+import msgspec
 
 
 class Kind(enum.StrEnum):
@@ -19,8 +20,7 @@ class Kind(enum.StrEnum):
         return self.value
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Placement:
+class Placement(msgspec.Struct, frozen=True, kw_only=True):
     """Bind a pod to a node (or nominate it there, for a pipelined pod)."""
 
     kind: Kind  # BIND or PIPELINE
@@ -31,8 +31,7 @@ class Placement:
     action: str
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Eviction:
+class Eviction(msgspec.Struct, frozen=True, kw_only=True):
     pod: str
     podgroup: str  # namespace/name
     node: str
@@ -41,8 +40,7 @@ class Eviction:
     message: str
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class JobCondition:
+class JobCondition(msgspec.Struct, frozen=True, kw_only=True):
     """Why a PodGroup did not (fully) schedule in this cycle."""
 
     podgroup: str
@@ -51,23 +49,20 @@ class JobCondition:
     queue: str | None = None  # the queue whose limit or quota blocks the group (capacity reasons)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Event:
+class Event(msgspec.Struct, frozen=True, kw_only=True):
     type: str  # Normal or Warning
     reason: str
     object: str  # Kind/namespace/name
     message: str
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class JobStart:
+class JobStart(msgspec.Struct, frozen=True, kw_only=True):
     """A job that became running in this cycle (its last-start timestamp is now)."""
 
     podgroup: str
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class StaleMark:
+class StaleMark(msgspec.Struct, frozen=True, kw_only=True):
     """Set (since=time) or clear (since=None) a PodGroup's stale timestamp."""
 
     podgroup: str
@@ -77,8 +72,7 @@ class StaleMark:
 Triple = tuple[float, float, float]  # (gpu devices, cpu millicores, memory bytes)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class QueueFigures:
+class QueueFigures(msgspec.Struct, frozen=True, kw_only=True):
     """A queue's numbers as the cycle leaves them, rolled up from its descendants.
 
     `allocated` and `allocated_non_preemptible` hold the pods bound once the cycle's decisions are
@@ -93,8 +87,7 @@ class QueueFigures:
     limit: Triple = (-1.0, -1.0, -1.0)  # -1: none
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class JobFigures:
+class JobFigures(msgspec.Struct, frozen=True, kw_only=True):
     """A PodGroup's resources as the cycle leaves them (same rules as `QueueFigures`)."""
 
     allocated: Triple
@@ -102,8 +95,7 @@ class JobFigures:
     requested: Triple
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class SearchReport:
+class SearchReport(msgspec.Struct, frozen=True, kw_only=True):
     """How one action's victim searches ended in a cycle (what KAI's scenario-search metrics count).
 
     Per job attempt: `solved` (a valid scenario was found), `failed` (none was), `remembered` (of the
@@ -125,8 +117,7 @@ class SearchReport:
 SearchKey = tuple[str, str, tuple[object, ...]]  # (action, PodGroup namespace/name, the attempt's signature)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class HopelessSearches:
+class HopelessSearches(msgspec.Struct, frozen=True, kw_only=True):
     """The job attempts whose victim search failed in a cycle, each with the scenarios it cost.
 
     While the cluster is exactly as the cycle saw it and no clock rule has changed an outcome (the
@@ -136,13 +127,12 @@ class HopelessSearches:
     adapter that knows nothing changed since this cycle's snapshot may pass them on.
     """
 
-    attempts: Mapping[SearchKey, int] = field(default_factory=dict)
+    attempts: Mapping[SearchKey, int] = msgspec.field(default_factory=dict)
     since: float = 0.0
     until: float = float("inf")
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class CycleResult:
+class CycleResult(msgspec.Struct, frozen=True, kw_only=True):
     placements: tuple[Placement, ...]
     evictions: tuple[Eviction, ...]
     conditions: tuple[JobCondition, ...]
@@ -152,7 +142,7 @@ class CycleResult:
     queues: dict[str, QueueFigures]  # by queue name, every queue of the snapshot
     jobs: dict[str, JobFigures]  # by PodGroup namespace/name
     searches: tuple[SearchReport, ...] = ()  # per action that searched for victims, in the order they ran
-    hopeless: HopelessSearches = field(default_factory=HopelessSearches)
+    hopeless: HopelessSearches = msgspec.field(default_factory=HopelessSearches)
 
     @property
     def fair_share(self) -> dict[str, Triple]:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Collection
-from dataclasses import dataclass
 
+import msgspec
 import numpy as np
 import numpy.typing as npt
 
@@ -24,8 +24,7 @@ from kai.core.session import Session
 EPS = 1e-9
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Fit:
+class Fit(msgspec.Struct, frozen=True, kw_only=True):
     """Where a task fits. For shared-GPU tasks the devices on a node are chosen on demand."""
 
     session: Session

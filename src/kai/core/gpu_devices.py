@@ -9,19 +9,19 @@ from __future__ import annotations
 
 import hashlib
 import math
-from dataclasses import dataclass, field
+
+import msgspec
 
 from kai.core.model import Snapshot, Task
 
 EPS = 1e-9
 
 
-@dataclass(slots=True)
-class SharedDevice:
+class SharedDevice(msgspec.Struct):
     group: str
     used: float  # portion held by alive and releasing tasks
     releasing: float  # portion held by releasing tasks
-    tasks: set[int] = field(default_factory=set)
+    tasks: set[int] = msgspec.field(default_factory=set)
 
     def room_now(self) -> float:
         return 1.0 - self.used
@@ -34,8 +34,7 @@ class SharedDevice:
         return self.used > 0 and abs(self.used - self.releasing) < EPS
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class DeviceChoice:
+class DeviceChoice(msgspec.Struct, frozen=True, kw_only=True):
     """Devices picked for a shared-GPU task on one node: existing groups and new whole GPUs."""
 
     existing: tuple[str, ...]

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Protocol
 
+import msgspec
 import numpy as np
 import numpy.typing as npt
 
@@ -101,8 +102,7 @@ ReclaimVictimFilterFn = Callable[["Session", Job, Vector, int], bool]  # (reclai
 ReclaimLossCheckFn = Callable[["Session", Job, Vector, int], bool]  # (reclaimer, request, victim queue)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ReclaimScenario:
+class ReclaimScenario(msgspec.Struct, frozen=True, kw_only=True):
     """A reclaim attempt as the validators see it, in queue space, measured before the attempt.
 
     `victims` maps each victim leaf queue to the charges of the victim jobs that would really be
@@ -117,6 +117,7 @@ class ReclaimScenario:
     allocated_np: Matrix
 
 
+# a dataclass, not a msgspec Struct: `kai.cli` and `kai.replay` change it with `dataclasses.replace`
 @dataclass(frozen=True, kw_only=True, slots=True)
 class SchedulerConfig:
     """Scheduler settings that influence decisions (the adapter parses them from YAML)."""

@@ -7,9 +7,7 @@ data on the affected job or queue, never an exception that would stop the cycle.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 import msgspec
 import numpy as np
@@ -54,14 +52,12 @@ class PodState(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     podgroup: str | None = None  # PodGroup name in the pod's namespace
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class QueueProblem:
+class QueueProblem(msgspec.Struct, frozen=True, kw_only=True):
     queue: str
     message: str
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class BuiltSnapshot:
+class BuiltSnapshot(msgspec.Struct, frozen=True, kw_only=True):
     snapshot: Snapshot
     queue_problems: tuple[QueueProblem, ...]
 
@@ -166,7 +162,9 @@ def _build_queues(queues: Sequence[api_queue.Queue]) -> tuple[tuple[Queue, ...],
             preempt = preempt if preempt is not None else parent.preempt_min_runtime
             reclaim = reclaim if reclaim is not None else parent.reclaim_min_runtime
             cursor = parent.parent
-        resolved.append(dataclasses.replace(cq, preempt_min_runtime=preempt or 0.0, reclaim_min_runtime=reclaim or 0.0))
+        resolved.append(
+            msgspec.structs.replace(cq, preempt_min_runtime=preempt or 0.0, reclaim_min_runtime=reclaim or 0.0)
+        )
     return tuple(resolved), problems
 
 

@@ -9,15 +9,14 @@ are installed already has them.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
+import msgspec
 import yaml
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class RequiredCrd:
+class RequiredCrd(msgspec.Struct, frozen=True, kw_only=True):
     """One CRD kai reads and writes: its object name and the group/version/plural kai uses."""
 
     name: str

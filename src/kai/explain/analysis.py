@@ -11,9 +11,9 @@ largest node) to put numbers on what those rules decided.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import TypeVar, cast
 
+import msgspec
 import numpy as np
 
 from kai.actions.common import preemptors
@@ -36,8 +36,7 @@ _T = TypeVar("_T")
 _ALLOCATED, _RUNNING, _RELEASING = int(TaskStatus.ALLOCATED), int(TaskStatus.RUNNING), int(TaskStatus.RELEASING)
 
 
-@dataclass(slots=True)
-class Context:
+class Context(msgspec.Struct):
     """One cycle as the engine reads it: its snapshot, the session after its actions, the facts."""
 
     snapshot: Snapshot
@@ -47,12 +46,12 @@ class Context:
     # also ask whether the job fit when the cycle began (QueuedBehind as another reason): that opens a
     # second session over the snapshot, which a cycle's own conditions do without
     thorough: bool = True
-    _before: Session | None = field(default=None)
-    _placed: list[str] | None = field(default=None)
+    _before: Session | None = None
+    _placed: list[str] | None = None
     # what several jobs of the same shapes ask of the session alike (it does not change while jobs
     # are explained): the nodes their pods would go to, whether some node could hold a pod, the
     # room free on the nodes a pod may use
-    _alike: dict[tuple[object, ...], object] = field(default_factory=dict)
+    _alike: dict[tuple[object, ...], object] = msgspec.field(default_factory=dict)
 
     def remembered(self, key: str, make: Callable[[], _T]) -> _T:
         """What `make` gives, made once for the context (it must read only what does not change while
@@ -78,8 +77,7 @@ class Context:
         return self._placed
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Fitting:
+class Fitting(msgspec.Struct, frozen=True, kw_only=True):
     """Where the job's next attempt would go on what is free now, pod by pod (the rest fit nowhere)."""
 
     tasks: tuple[Task, ...]

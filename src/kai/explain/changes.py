@@ -13,9 +13,6 @@ quota (an administrator's change), then ending another job to free what it holds
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
-
 import msgspec
 
 from kai.core import constraints as constraint_lib
@@ -34,11 +31,10 @@ ENDING = (TaskStatus.RUNNING, TaskStatus.ALLOCATED)  # the pods of a job that en
 def _replace_job(snapshot: Snapshot, job: Job) -> Snapshot:
     jobs = list(snapshot.jobs)
     jobs[job.index] = job
-    return dataclasses.replace(snapshot, jobs=tuple(jobs))
+    return msgspec.structs.replace(snapshot, jobs=tuple(jobs))
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class SetQueue:
+class SetQueue(msgspec.Struct, frozen=True, kw_only=True):
     job: int
     queue: str
     preference: int = 0  # 0: the queue the user most likely meant
@@ -56,11 +52,10 @@ class SetQueue:
         job = snapshot.jobs[self.job]
         index = snapshot.queue_by_name[self.queue]
         problem = job.problem if job.problem is not None and job.problem.reason != "QueueDoesNotExist" else None
-        return _replace_job(snapshot, dataclasses.replace(job, queue=index, queue_name=self.queue, problem=problem))
+        return _replace_job(snapshot, msgspec.structs.replace(job, queue=index, queue_name=self.queue, problem=problem))
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class SetPriorityClass:
+class SetPriorityClass(msgspec.Struct, frozen=True, kw_only=True):
     job: int
     name: str
     value: int
@@ -83,7 +78,7 @@ class SetPriorityClass:
         problem = job.problem if job.problem is not None and job.problem.reason != "PriorityClassNotFound" else None
         return _replace_job(
             snapshot,
-            dataclasses.replace(
+            msgspec.structs.replace(
                 job,
                 priority=self.value,
                 priority_class_name=self.name,
@@ -94,8 +89,7 @@ class SetPriorityClass:
         )
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class SetPreemptible:
+class SetPreemptible(msgspec.Struct, frozen=True, kw_only=True):
     """Mark the job preemptible (the `kai.scheduler/preemptibility` label), keeping its priority."""
 
     job: int
@@ -110,11 +104,10 @@ class SetPreemptible:
         return (PRIORITY, 0.0)
 
     def apply(self, snapshot: Snapshot) -> Snapshot:
-        return _replace_job(snapshot, dataclasses.replace(snapshot.jobs[self.job], preemptible=True))
+        return _replace_job(snapshot, msgspec.structs.replace(snapshot.jobs[self.job], preemptible=True))
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class DropNodeSelector:
+class DropNodeSelector(msgspec.Struct, frozen=True, kw_only=True):
     """Remove one nodeSelector entry from the job's pending pods."""
 
     job: int
@@ -153,13 +146,12 @@ class DropNodeSelector:
                     constraint_lib.constraint_mask(new, names=nodes.names, labels=nodes.labels, taints=nodes.taints)
                 )
             tasks[t] = msgspec.structs.replace(task, constraint=index[new])
-        return dataclasses.replace(
+        return msgspec.structs.replace(
             snapshot, tasks=tuple(tasks), constraints=tuple(constraints), constraint_masks=tuple(masks)
         )
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class SetMinMember:
+class SetMinMember(msgspec.Struct, frozen=True, kw_only=True):
     job: int
     min_member: int
     was: int
@@ -175,12 +167,11 @@ class SetMinMember:
 
     def apply(self, snapshot: Snapshot) -> Snapshot:
         job = snapshot.jobs[self.job]
-        podsets = tuple(dataclasses.replace(ps, min_available=self.min_member) for ps in job.podsets)
-        return _replace_job(snapshot, dataclasses.replace(job, min_member=self.min_member, podsets=podsets))
+        podsets = tuple(msgspec.structs.replace(ps, min_available=self.min_member) for ps in job.podsets)
+        return _replace_job(snapshot, msgspec.structs.replace(job, min_member=self.min_member, podsets=podsets))
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class SetPodRequest:
+class SetPodRequest(msgspec.Struct, frozen=True, kw_only=True):
     """Every pending pod of the job asking `was` of a resource (node space) asks `amount` instead."""
 
     job: int
@@ -208,11 +199,10 @@ class SetPodRequest:
                 request = tasks[t].request.copy()
                 request[self.resource] = self.amount
                 tasks[t] = msgspec.structs.replace(tasks[t], request=request)
-        return dataclasses.replace(snapshot, tasks=tuple(tasks))
+        return msgspec.structs.replace(snapshot, tasks=tuple(tasks))
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class RaiseQueue:
+class RaiseQueue(msgspec.Struct, frozen=True, kw_only=True):
     """Raise a queue's limit or quota of one resource (queue space: gpu, cpu millicores, memory bytes)."""
 
     queue: str
@@ -251,14 +241,13 @@ class RaiseQueue:
         vector = (queue.limit if self.field == "limit" else queue.deserved).copy()
         vector[self.resource] = self.amount
         if self.field == "limit":
-            queues[index] = dataclasses.replace(queue, limit=vector)
+            queues[index] = msgspec.structs.replace(queue, limit=vector)
         else:
-            queues[index] = dataclasses.replace(queue, deserved=vector)
-        return dataclasses.replace(snapshot, queues=tuple(queues))
+            queues[index] = msgspec.structs.replace(queue, deserved=vector)
+        return msgspec.structs.replace(snapshot, queues=tuple(queues))
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class EndJob:
+class EndJob(msgspec.Struct, frozen=True, kw_only=True):
     """Another job ends (its workload is deleted) and frees what it holds: `needed` of a resource (queue
     space: 0 gpu, 1 cpu, 2 memory) must be freed in `queue`, and this job, holding `holds` of it, is the
     first to free it (`why`: it is first in line to end, or to be reclaimed or preempted; `line` 0 for
@@ -296,7 +285,7 @@ class EndJob:
             if task.status in ENDING and task.node >= 0:
                 used[task.node] -= task.request
                 tasks[t] = msgspec.structs.replace(task, status=TaskStatus.SUCCEEDED, node=-1)
-        return dataclasses.replace(snapshot, tasks=tuple(tasks), nodes=dataclasses.replace(nodes, used=used))
+        return msgspec.structs.replace(snapshot, tasks=tuple(tasks), nodes=msgspec.structs.replace(nodes, used=used))
 
 
 def ends_cleanly(snapshot: Snapshot, job: Job) -> bool:

@@ -22,9 +22,7 @@ of the actions' attempts (`alone`): about a session's opening instead of a whole
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass, field
-
+import msgspec
 import numpy as np
 
 from kai.core.model import Job, JobProblem, Snapshot
@@ -47,14 +45,13 @@ LOCAL = (
 )
 
 
-@dataclass(slots=True)
-class Book:
+class Book(msgspec.Struct):
     """What the context's dry cycles found: per candidate, the jobs as it leaves them and the indices of
     those that then run; per twin class and change (`twin_change`), whether the job then runs."""
 
-    outcomes: dict[Candidate, tuple[tuple[Job, ...], frozenset[int]]] = field(default_factory=dict)
-    twins: dict[tuple[object, ...], bool] = field(default_factory=dict)
-    classes: set[tuple[object, ...]] = field(default_factory=set)  # the twin classes with an outcome
+    outcomes: dict[Candidate, tuple[tuple[Job, ...], frozenset[int]]] = msgspec.field(default_factory=dict)
+    twins: dict[tuple[object, ...], bool] = msgspec.field(default_factory=dict)
+    classes: set[tuple[object, ...]] = msgspec.field(default_factory=set)  # the twin classes with an outcome
 
     def has_twin(self, ctx: analysis.Context, job: Job) -> bool:
         """Whether a twin of the job had a dry cycle: its search may go on without one."""
@@ -138,7 +135,7 @@ def alone(ctx: analysis.Context, job: Job, candidate: Candidate, changed: Snapsh
         return None
     jobs = list(ctx.remembered("others left out", lambda: _left_out(ctx)))
     jobs[job.index] = changed.jobs[job.index]
-    return dataclasses.replace(changed, jobs=tuple(jobs))
+    return msgspec.structs.replace(changed, jobs=tuple(jobs))
 
 
 def same_shares(ctx: analysis.Context, session: Session) -> bool:
@@ -149,7 +146,7 @@ def same_shares(ctx: analysis.Context, session: Session) -> bool:
 def _left_out(ctx: analysis.Context) -> tuple[Job, ...]:
     session = ctx.session
     return tuple(
-        dataclasses.replace(j, problem=LEFT_OUT) if j.problem is None and session.has_pending(j) else j
+        msgspec.structs.replace(j, problem=LEFT_OUT) if j.problem is None and session.has_pending(j) else j
         for j in ctx.snapshot.jobs
     )
 
@@ -167,5 +164,5 @@ def twin_change(twin: tuple[object, ...] | None, job: Job, candidate: Candidate)
     for change in candidate:
         if not isinstance(change, LOCAL) or change.job != job.index:
             return None
-        unnamed.append(dataclasses.replace(change, job=-1))
+        unnamed.append(msgspec.structs.replace(change, job=-1))
     return (twin, tuple(unnamed))

@@ -9,11 +9,11 @@ simulator simulates forward; a live cluster has no durations to simulate with).
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+
+import msgspec
 
 from kai.core.model import Job, Snapshot
 from kai.core.session import SchedulerConfig, Session
@@ -26,8 +26,7 @@ REST_DRY_RUN_PODS = 100_000  # a cycle at rest's dry runs where nothing remember
 VIEW_DRY_RUN_PODS = 20_000  # a view's dry runs (`view_dry_runs`): about one cycle of this many pods
 
 
-@dataclass(frozen=True, slots=True)
-class CycleExplanations:
+class CycleExplanations(msgspec.Struct, frozen=True):
     """What a cycle says of its waiting jobs (`explain_cycle`).
 
     `explanations`: every waiting job with a reason, by PodGroup namespace/name; `searches`: how far
@@ -128,11 +127,11 @@ def explain_listed(
             and before is not None
             and suggest.signature(before.reasons) == suggest.signature(explanation.reasons)
         ):
-            explanation = dataclasses.replace(explanation, suggestions=before.suggestions)
+            explanation = msgspec.structs.replace(explanation, suggestions=before.suggestions)
         place = places.get(job.key)
         if place is None:
             place = _position(ctx.session, job, explanation.suggestions)
-        out[job.key] = dataclasses.replace(explanation, position=place)
+        out[job.key] = msgspec.structs.replace(explanation, position=place)
     return out
 
 
@@ -203,7 +202,7 @@ def explain_cycle(
             if search is None or not search.done:
                 unsought.append(job.key)
             elif search.found is not None:
-                explanation = dataclasses.replace(explanation, suggestions=(search.found,))
+                explanation = msgspec.structs.replace(explanation, suggestions=(search.found,))
         out[job.key] = explanation
     return CycleExplanations(explanations=out, searches=searches, unsought=tuple(unsought))
 

@@ -10,8 +10,7 @@ question is a few array operations however many jobs run.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
+import msgspec
 import numpy as np
 import numpy.typing as npt
 
@@ -23,8 +22,7 @@ MAX_VICTIM_UNITS = 64  # how far the victim order is read for a job that frees e
 EPS = 1e-9
 
 
-@dataclass(slots=True)
-class Running:
+class Running(msgspec.Struct):
     """The running pods of the jobs that can end cleanly (`changes.ends_cleanly`), as arrays."""
 
     job: npt.NDArray[np.int64]  # per pod: its job
@@ -33,7 +31,7 @@ class Running:
     keys: list[str]  # per pod: namespace/name
     job_queue: npt.NDArray[np.int64]  # per job: its leaf queue (-1: none)
     job_preemptible: npt.NDArray[np.bool_]  # per job
-    _ends: dict[int, float | None] = field(default_factory=dict)
+    _ends: dict[int, float | None] = msgspec.field(default_factory=dict)
     _victim_order: list[int] | None = None
 
 

@@ -11,6 +11,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 from kai.core.model import Job
 
 NOT_OUR_SCHEDULER = "NotOurScheduler"
@@ -60,13 +62,12 @@ FAILED = "Failed"
 Evidence = Mapping[str, object]  # JSON values only
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Reason:
+class Reason(msgspec.Struct, frozen=True, kw_only=True):
     """One reason a workload waits: its token, a line a person reads and the numbers behind it."""
 
     token: str
     message: str
-    evidence: Evidence = field(default_factory=dict)
+    evidence: Evidence = msgspec.field(default_factory=dict)
     never: bool = False  # holds until something changes (as opposed to capacity now or queue order)
 
     @property
@@ -86,8 +87,7 @@ def dominant_first(reasons: Sequence[Reason]) -> list[Reason]:
     return sorted(unique, key=lambda r: r.rank)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Patch:
+class Patch(msgspec.Struct, frozen=True, kw_only=True):
     """An RFC 7386 merge patch on one input object (namespace None for cluster-scoped objects); a patch
     that is None (JSON null) deletes the object (RFC 7386: the result is null)."""
 
@@ -98,6 +98,7 @@ class Patch:
     merge_patch: Mapping[str, object] | None
 
 
+# a dataclass, not a msgspec Struct: `fixed` takes no part in equality or repr, which a Struct cannot say
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Suggestion:
     """A change that was applied to a copy of the snapshot and then let the workload run."""
@@ -110,8 +111,7 @@ class Suggestion:
     fixed: Job | None = field(default=None, compare=False, repr=False)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Ahead:
+class Ahead(msgspec.Struct, frozen=True, kw_only=True):
     podgroup: str  # namespace/name
     workload: str
     gpu: float
@@ -119,8 +119,7 @@ class Ahead:
     created: float
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Position:
+class Position(msgspec.Struct, frozen=True, kw_only=True):
     """Where a waiting job stands in its leaf queue's order, and what that order is made of."""
 
     in_queue: int  # 1 = next in its queue
@@ -136,8 +135,7 @@ NEVER_STARTS = "none: it does not start unless something changes"  # an estimate
 NO_FIX = "no single change was found that makes it run"
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Estimate:
+class Estimate(msgspec.Struct, frozen=True, kw_only=True):
     """When a waiting job would start, as the adapter tells it: a time (None when there is none), how
     it was estimated (or why there is none), and the fix it assumes made now (its `change`; None when
     the job starts as things are)."""
@@ -147,8 +145,7 @@ class Estimate:
     after_fix: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Explanation:
+class Explanation(msgspec.Struct, frozen=True, kw_only=True):
     """Everything `kai explain` says about one PodGroup (the pod view is built on it)."""
 
     namespace: str
@@ -182,8 +179,7 @@ class Explanation:
         return text
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ObjectKey:
+class ObjectKey(msgspec.Struct, frozen=True, kw_only=True):
     """An input object, as a merge patch addresses it."""
 
     api_version: str
@@ -192,8 +188,7 @@ class ObjectKey:
     name: str
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class WorkloadFacts:
+class WorkloadFacts(msgspec.Struct, frozen=True, kw_only=True):
     """What the snapshot does not say about a PodGroup's workload, supplied by the adapter."""
 
     owner: ObjectKey | None  # the top owner (the object the user applied); None if unknown
@@ -202,8 +197,7 @@ class WorkloadFacts:
     preemptibility_set: bool  # preemptibility is stated (label or spec), not derived from the priority
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class PriorityClassFacts:
+class PriorityClassFacts(msgspec.Struct, frozen=True, kw_only=True):
     name: str
     value: int
     preempts: bool  # preemptionPolicy is not Never
@@ -224,8 +218,7 @@ def no_owner_lookup(pod: str) -> ObjectKey | None:
     return None
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Facts:
+class Facts(msgspec.Struct, frozen=True, kw_only=True):
     """The engine's inputs beyond the snapshot: workloads, pod owners, priority classes, objects.
 
     `objects` returns an object as the user applied it (the simulator's store, or the cluster's

@@ -8,8 +8,9 @@ the proportion plugin (queue priority, then fair share), whose inputs are report
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable
+
+import msgspec
 
 from kai.core.model import Job
 from kai.core.session import Session
@@ -62,7 +63,7 @@ def position_after(session: Session, job: Job, fix: model.Suggestion) -> model.P
         j for j in session.snapshot.jobs if j.queue == moved.queue and waiting(session, j) and j.index != job.index
     ]
     found = _place(session, moved, [*peers, moved])
-    return dataclasses.replace(found, queue=moved.queue_name, after_fix=fix.change)
+    return msgspec.structs.replace(found, queue=moved.queue_name, after_fix=fix.change)
 
 
 def _place(session: Session, job: Job, peers: list[Job]) -> model.Position:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import copy
 import difflib
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 
 import msgspec
 
@@ -59,8 +58,7 @@ class DryRuns:
         self.left += amount
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Search:
+class Search(msgspec.Struct, frozen=True, kw_only=True):
     """How far the search for a job's first fix has gone: the candidates whose dry cycle did not make
     it run, and the fix found. `done` once a fix is found or every candidate within the cap failed;
     a search the cycle's dry runs cut short goes on from `tried`. `reasons` are the job's reasons

@@ -52,6 +52,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+import msgspec
 import numpy as np
 import numpy.typing as npt
 
@@ -64,8 +65,7 @@ EPS = 1e-6  # tolerance (in milli) for "has at least this much free"; fractions 
 DEFAULT_POPULARITY_THRESHOLD = 0.95  # the authors' experiment setting (podPopularityThreshold: 95)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class TaskShape:
+class TaskShape(msgspec.Struct, frozen=True, kw_only=True):
     """What a task asks for, as the fragmentation measure sees it.
 
     `gpu_models` is normalised to a sorted tuple without duplicates; empty means any model.
@@ -90,7 +90,7 @@ class TaskShape:
             )
         if any(not model for model in self.gpu_models):
             raise ValueError(f"gpu_models must not contain empty names, got {self.gpu_models!r}")
-        object.__setattr__(self, "gpu_models", tuple(sorted(set(self.gpu_models))))
+        msgspec.structs.force_setattr(self, "gpu_models", tuple(sorted(set(self.gpu_models))))
 
     @property
     def needs_gpu(self) -> bool:
@@ -111,8 +111,7 @@ class TaskShape:
         return (self.cpu_milli, self.gpu_milli, self.num_gpu, self.gpu_models)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class TargetWorkload:
+class TargetWorkload(msgspec.Struct, frozen=True, kw_only=True):
     """A truncated, renormalised shape distribution, laid out for fast scoring.
 
     Build it with `target_workload` or `TaskShapeDistribution.target`. The layout groups GPU shapes
@@ -180,8 +179,7 @@ def target_workload(
     )
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class TaskShapeDistribution:
+class TaskShapeDistribution(msgspec.Struct, frozen=True, kw_only=True):
     """Observed task shapes with their (weighted) counts; immutable, updated by `observe`.
 
     `counts` is kept in rank order: count descending, then `TaskShape.rank_key` descending.
@@ -237,6 +235,7 @@ class TaskShapeDistribution:
         )
 
 
+# a dataclass, not a msgspec Struct: `unchecked` makes one without `__init__`, which a Struct refuses
 @dataclass(frozen=True, kw_only=True, slots=True)
 class DeviceState:
     """Free resources of a cluster, one row per node; see the module docstring for the layout.
@@ -401,8 +400,7 @@ def fragmentation_of_node(
     return float(node_fragmentation(state=state, target=target)[0])
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class FgdScores:
+class FgdScores(msgspec.Struct, frozen=True, kw_only=True):
     """FGD evaluation of one task on every node.
 
     `delta[n]` is F(after) - F(before) in milli-GPU for the devices in `devices[n]`, rounded to
@@ -436,8 +434,7 @@ class FgdScores:
         return int(tied[np.argmin(tie_rank[tied])])
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class NodeBase:
+class NodeBase(msgspec.Struct, frozen=True, kw_only=True):
     """Per node, what `fgd_scores` starts from: free milli-GPU, per-level device counts and free sums,
     and the node's fragmentation F. Rows depend on their own node only, so a caller that keeps the
     state between tasks recomputes just the rows of nodes that changed (`node_base(rows=...)`)."""

@@ -15,8 +15,8 @@ the placement range 0..9, so they combine with the other node scores as bin-pack
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
 
+import msgspec
 import numpy as np
 import numpy.typing as npt
 
@@ -186,8 +186,7 @@ class FragmentationState:
         return self._state, self._base
 
 
-@dataclass(kw_only=True, slots=True)
-class _Remembered:
+class _Remembered(msgspec.Struct, kw_only=True):
     """A task shape's FGD evaluation, node by node, and the node versions each row was computed at."""
 
     versions: npt.NDArray[np.int64]

@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
 from typing import Any, Protocol
+
+import msgspec
+from msgspec.structs import replace
 
 from kai.podgrouper import config as cfg
 from kai.podgrouper import model, objects, priorities, queues, top_owner, workload_settings
@@ -38,8 +40,7 @@ def _no_pods(_namespace: str, _match_labels: Mapping[str, str]) -> Sequence[Mapp
     return ()
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ClusterView:
+class ClusterView(msgspec.Struct, frozen=True, kw_only=True):
     """Read-only access to objects a grouper needs besides the owner chain.
 
     Used by the RayJob/RayService groupers (the RayCluster named in the owner's status) and the
@@ -54,8 +55,7 @@ class ClusterView:
 EMPTY_VIEW = ClusterView()
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class GroupingContext:
+class GroupingContext(msgspec.Struct, frozen=True, kw_only=True):
     """Everything a grouper may read."""
 
     pod: objects.RawObject
@@ -73,8 +73,7 @@ class Grouper(Protocol):
     def group(self, ctx: GroupingContext) -> model.GroupingResult: ...
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class FunctionGrouper:
+class FunctionGrouper(msgspec.Struct, frozen=True, kw_only=True):
     """A :class:`Grouper` made from a plain function."""
 
     name: str

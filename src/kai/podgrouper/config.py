@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+
+import msgspec
 
 from kai.api import podgroup as api_podgroup
 from kai.podgrouper import model
@@ -44,8 +45,7 @@ DEFAULT_PRIORITY_CLASSES: Mapping[str, int] = {TRAIN: 50, BUILD_PREEMPTIBLE: 75,
 PREEMPTIBILITY_VALUES: tuple[model.Preemptibility, ...] = ("preemptible", "non-preemptible")
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class KindDefault:
+class KindDefault(msgspec.Struct, frozen=True, kw_only=True):
     """One entry of KAI's defaults ConfigMap: default priority class and preemptibility of a kind.
 
     ``group`` empty matches the kind in any API group (KAI looks up ``Kind.group`` first, then
@@ -58,8 +58,7 @@ class KindDefault:
     preemptibility: model.Preemptibility | None = None
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class GrouperConfig:
+class GrouperConfig(msgspec.Struct, frozen=True, kw_only=True):
     """Settings of the pod grouper.
 
     ``priority_classes`` lists the PriorityClasses that exist (name -> value); a resolved name not in
@@ -69,7 +68,7 @@ class GrouperConfig:
 
     queue_label_key: str = QUEUE_LABEL_KEY
     default_queue: str = DEFAULT_QUEUE
-    priority_classes: Mapping[str, int] | None = field(default_factory=lambda: dict(DEFAULT_PRIORITY_CLASSES))
+    priority_classes: Mapping[str, int] | None = msgspec.field(default_factory=lambda: dict(DEFAULT_PRIORITY_CLASSES))
     kind_defaults: tuple[KindDefault, ...] = ()
     node_pool_label_key: str = NODE_POOL_LABEL_KEY
     legacy_queue_label_key: str | None = LEGACY_QUEUE_LABEL_KEY

@@ -13,7 +13,7 @@ Like KAI's pod controller, an existing PodGroup's queue is never changed by the 
 
 from __future__ import annotations
 
-from dataclasses import replace
+from msgspec.structs import replace
 
 from kai.podgrouper import base, model, objects, top_owner
 from kai.podgrouper import config as cfg

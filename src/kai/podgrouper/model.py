@@ -8,22 +8,21 @@ and labels it with ``kai.scheduler/subgroup-name``, and records the events on th
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Literal
+
+import msgspec
 
 Preemptibility = Literal["preemptible", "non-preemptible"]
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class GroupingWarning:
+class GroupingWarning(msgspec.Struct, frozen=True, kw_only=True):
     """A Warning event for the user, recorded on the pod (e.g. a deprecated label that still works)."""
 
     reason: str
     message: str
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class GroupingError:
+class GroupingError(msgspec.Struct, frozen=True, kw_only=True):
     """Why no PodGroup could be derived; the pod stays Pending and the message goes into a Warning event.
 
     KAI records every such failure with reason ``PodGrouperWarning``; our reasons are finer-grained
@@ -35,8 +34,7 @@ class GroupingError:
     warnings: tuple[GroupingWarning, ...] = ()
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class TopologyConstraint:
+class TopologyConstraint(msgspec.Struct, frozen=True, kw_only=True):
     """``topologyConstraint`` of a PodGroup or subgroup: a Topology CR name and the placement levels."""
 
     topology: str = ""
@@ -44,8 +42,7 @@ class TopologyConstraint:
     preferred_level: str = ""
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class SubGroup:
+class SubGroup(msgspec.Struct, frozen=True, kw_only=True):
     """One entry of ``PodGroup.spec.subGroups``: a gang inside the gang (e.g. Ray head, worker group)."""
 
     name: str
@@ -54,8 +51,7 @@ class SubGroup:
     topology: TopologyConstraint | None = None
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class OwnerReference:
+class OwnerReference(msgspec.Struct, frozen=True, kw_only=True):
     """The PodGroup's owner reference (normally the top owner; a pod for Deployments)."""
 
     api_version: str
@@ -64,8 +60,7 @@ class OwnerReference:
     uid: str
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class PodGroupMetadata:
+class PodGroupMetadata(msgspec.Struct, frozen=True, kw_only=True):
     """Everything the pod grouper decides for one pod's PodGroup.
 
     ``min_member`` is the gang size: the scheduler starts none of the pods until that many fit. For
@@ -85,8 +80,8 @@ class PodGroupMetadata:
     owner: OwnerReference
     sub_groups: tuple[SubGroup, ...] = ()
     pod_sub_group: str | None = None
-    labels: Mapping[str, str] = field(default_factory=dict)
-    annotations: Mapping[str, str] = field(default_factory=dict)
+    labels: Mapping[str, str] = msgspec.field(default_factory=dict)
+    annotations: Mapping[str, str] = msgspec.field(default_factory=dict)
     topology: TopologyConstraint | None = None
     preemption_delay: float | None = None
     staleness_grace_period: float | None = None

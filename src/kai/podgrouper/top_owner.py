@@ -14,8 +14,9 @@ store or the adapter's informer cache). Failures come back as a ``GroupingError`
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from kai.podgrouper import model, objects
 
@@ -23,8 +24,7 @@ from kai.podgrouper import model, objects
 Lookup = Callable[[str, str, str, str], Mapping[str, Any] | None]
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class OwnerChain:
+class OwnerChain(msgspec.Struct, frozen=True, kw_only=True):
     """A pod and its owners, nearest first: ``owners[0]`` owns the pod, ``owners[-1]`` is the top owner."""
 
     pod: objects.RawObject

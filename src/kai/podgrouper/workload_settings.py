@@ -16,8 +16,9 @@ Warning event on the pod, as KAI logs and ignores it. Pure, no side effects.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TypeVar
+
+import msgspec
 
 from kai.api import podgroup as api_podgroup
 from kai.podgrouper import model, objects
@@ -27,8 +28,7 @@ INVALID_ANNOTATION = "InvalidAnnotation"
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class WorkloadSettings:
+class WorkloadSettings(msgspec.Struct, frozen=True, kw_only=True):
     """The settings found; None where no valid annotation sets one (the PodGroup default applies)."""
 
     preemption_delay: float | None = None

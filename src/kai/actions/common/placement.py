@@ -6,9 +6,9 @@ by name), so the same input always gives the same placement.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 
+import msgspec
 import numpy as np
 import numpy.typing as npt
 
@@ -163,7 +163,7 @@ def _current(session: Session, known: KnownFit, task: Task) -> fit_lib.Fit:
     """The fit of `task` from a like task's fit: the changed nodes computed again."""
     fit, changed = known
     if not changed:
-        return dataclasses.replace(fit, task=task)
+        return msgspec.structs.replace(fit, task=task)
     return fit_lib.refit_nodes(session, fit, changed, task)
 
 
@@ -184,8 +184,7 @@ def _like_fit(session: Session, shape: Shape, task: Task) -> fit_lib.Fit:
     return fit
 
 
-@dataclasses.dataclass(slots=True)
-class _PackedRun:
+class _PackedRun(msgspec.Struct):
     """Like pods of a gang placed with packing scores (`_packs`): while they fit the node the last one
     went to (on idle resources) they go there, as scoring every node would choose it again.
 

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+
+import msgspec
+from msgspec.structs import replace
 
 from kai.core.decisions import HopelessSearches, SearchKey, SearchReport
 from kai.core.session import Session
@@ -30,8 +32,7 @@ class BudgetExhausted(Exception):
     """The action's scenario budget has run out (raised by `charge`; the search rolls back)."""
 
 
-@dataclass(slots=True)
-class _Action:
+class _Action(msgspec.Struct):
     """One action's budget, and its counts so far as the report the cycle will return."""
 
     limit: int
@@ -44,11 +45,10 @@ class _Action:
         self.counts = replace(counts, **{name: getattr(counts, name) + n for name, n in more.items()})
 
 
-@dataclass(slots=True)
-class _Book:
+class _Book(msgspec.Struct):
     remembered: HopelessSearches | None = None
-    actions: dict[str, _Action] = field(default_factory=dict)  # in the order they ran
-    failed: dict[SearchKey, int] = field(default_factory=dict)  # this cycle's hopeless searches
+    actions: dict[str, _Action] = msgspec.field(default_factory=dict)  # in the order they ran
+    failed: dict[SearchKey, int] = msgspec.field(default_factory=dict)  # this cycle's hopeless searches
 
 
 _BOOKS: weakref.WeakKeyDictionary[Session, _Book] = weakref.WeakKeyDictionary()

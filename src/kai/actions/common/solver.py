@@ -23,10 +23,9 @@ fail again: it is charged to the budget what it cost, not simulated again (`_Sea
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 
+import msgspec
 import numpy as np
 import numpy.typing as npt
 
@@ -46,14 +45,13 @@ from kai.core.statement import Statement
 EPS = 1e-9
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Scenario:
+class Scenario(msgspec.Struct, frozen=True, kw_only=True):
     """One simulated outcome: the victims evicted for good, and the victims moved (task -> new node)."""
 
     preemptor: Job
     tasks: tuple[int, ...]
     lost: tuple[VictimUnit, ...]
-    moved: dict[int, int] = field(default_factory=dict)
+    moved: dict[int, int] = msgspec.field(default_factory=dict)
 
 
 Validator = Callable[[Scenario], bool]
@@ -560,6 +558,6 @@ def _settle(
             stmt.rollback(start)
             return None
         home = {t: int(search.session.snapshot.tasks[t].node) for t in stays}
-        scenario = dataclasses.replace(found, moved={**found.moved, **home})
+        scenario = msgspec.structs.replace(found, moved={**found.moved, **home})
     stmt.label_evictions(start, lambda t: message(scenario, t))
     return scenario

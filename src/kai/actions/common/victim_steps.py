@@ -35,9 +35,9 @@ import bisect
 import functools
 import weakref
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import Literal
 
+import msgspec
 import numpy as np
 import numpy.typing as npt
 
@@ -55,8 +55,7 @@ Needs = list[tuple[int, float]]  # (resource, the least amount a preemptor pod a
 EPS = 1e-9
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class StepBlock:
+class StepBlock(msgspec.Struct, frozen=True, kw_only=True):
     """Consecutive victim steps: their units, and per (step, node) row the step, the node and what the
     step frees there (its pods' requests; a shared-GPU pod's devices, an upper bound)."""
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import heapq
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 
 import msgspec
 import numpy as np
@@ -134,8 +133,7 @@ def _tail(
     return () if taken == gone else None
 
 
-@dataclass(slots=True)
-class _Memo:
+class _Memo(msgspec.Struct):
     """What every victim pool of a session shares: per task its job and request, per job whether it may
     ever be a victim (preemptible, in a queue), and the victim plans per job with the state of its pods
     they were made in."""

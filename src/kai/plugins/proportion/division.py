@@ -46,9 +46,9 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Final
 
+import msgspec
 import numpy as np
 
 from kai.core.resources import Vector
@@ -56,8 +56,7 @@ from kai.core.resources import Vector
 UNLIMITED: Final = -1.0  # deserved or limit value meaning "no quota" / "no limit"
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class QueueShareInput:
+class QueueShareInput(msgspec.Struct, frozen=True, kw_only=True):
     """One queue, one resource, at one level of the tree."""
 
     name: str
@@ -70,16 +69,14 @@ class QueueShareInput:
     usage: float = 0.0  # normalised historical usage (time-based fairshare); 0 when unused
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class DivisionResult:
+class DivisionResult(msgspec.Struct, frozen=True, kw_only=True):
     """Fair share per queue name, and the part of the total that no queue took."""
 
     fair_share: dict[str, float]
     remaining: float
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class QueueTreeNode:
+class QueueTreeNode(msgspec.Struct, frozen=True, kw_only=True):
     """One queue of the tree; every vector has one entry per divided resource (same length for all)."""
 
     name: str
@@ -93,8 +90,7 @@ class QueueTreeNode:
     usage: Vector | None = None  # None: no historical usage (all zeros)
 
 
-@dataclass(frozen=True, slots=True)
-class _Siblings:
+class _Siblings(msgspec.Struct, frozen=True):
     """Queues that share one amount, in name order, with their priority groups worked out once."""
 
     names: tuple[str, ...]

@@ -8,9 +8,9 @@ limit or put non-preemptible work over quota, at every level of the tree.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TypeVar
 
+import msgspec
 import numpy as np
 
 from kai.core import resources
@@ -157,8 +157,7 @@ class QueueOrder:
         return -1 if self.rank[left] < self.rank[right] else 1
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class CapacityBlock:
+class CapacityBlock(msgspec.Struct, frozen=True, kw_only=True):
     """Which capacity gate stops a job attempt, at which queue level, with the numbers behind it.
 
     `bound` is the queue's limit (OverLimit) or its quota (NonPreemptibleOverQuota); `allocated`

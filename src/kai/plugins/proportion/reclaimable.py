@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
+import msgspec
 import numpy as np
 
 from kai.core import resources
@@ -45,8 +45,7 @@ MAINTAIN_FAIR_SHARE = "maintain-fair-share"
 GUARANTEE_DESERVED_QUOTA = "guarantee-deserved-quota"
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class QueueTable:
+class QueueTable(msgspec.Struct, frozen=True, kw_only=True):
     """The queue tree and its per-queue vectors ([Q, 3] each), as the rules read them. The fair shares
     are set when the session opens and read, never changed, by the actions."""
 
@@ -55,12 +54,11 @@ class QueueTable:
     deserved: Matrix
     limit: Matrix
     fair_share: Matrix
-    shares: dict[int, Vector] = field(default_factory=dict)  # `allocatable_share` per queue, once asked
-    levels: dict[tuple[int, int], tuple[int, int]] = field(default_factory=dict)  # `leveled`, once asked
+    shares: dict[int, Vector] = msgspec.field(default_factory=dict)  # `allocatable_share` per queue, once asked
+    levels: dict[tuple[int, int], tuple[int, int]] = msgspec.field(default_factory=dict)  # `leveled`, once asked
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Verdict:
+class Verdict(msgspec.Struct, frozen=True, kw_only=True):
     ok: bool
     reason: str  # empty when ok
 

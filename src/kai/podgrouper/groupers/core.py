@@ -7,7 +7,7 @@ whole set, minMember 1, so their pods are scheduled one by one. Pure, no side ef
 
 from __future__ import annotations
 
-from dataclasses import replace
+from msgspec.structs import replace
 
 from kai.podgrouper import base, model, objects
 from kai.podgrouper import config as cfg

@@ -14,8 +14,9 @@ sum over all replicatedJobs. The pod's replicatedJob comes from its
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
+
+from msgspec.structs import replace
 
 from kai.podgrouper import base, model, objects
 

@@ -16,8 +16,9 @@ launcher pod exists. Notebooks use the default grouper with priority ``build``. 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
+
+from msgspec.structs import replace
 
 from kai.podgrouper import base, model, objects
 from kai.podgrouper import config as cfg

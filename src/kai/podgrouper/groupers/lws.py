@@ -14,7 +14,7 @@ Pure, no side effects.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from msgspec.structs import replace
 
 from kai.podgrouper import base, model, objects
 

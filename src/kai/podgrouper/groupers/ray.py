@@ -16,7 +16,8 @@ Pure, no side effects; the RayCluster is read through the context's ``ClusterVie
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+
+from msgspec.structs import replace
 
 from kai.podgrouper import base, model, objects
 
