@@ -25,6 +25,8 @@ import sys
 from collections.abc import Callable, Iterator
 from functools import partial
 
+import msgspec
+
 from benchmarks.clusters import Cluster, reclaim_cluster, starving_cluster
 from kai.core.session import SchedulerConfig
 from kai.scheduler.cycle import run_cycle
@@ -35,7 +37,7 @@ Case = tuple[str, Callable[[], Cluster], SchedulerConfig]
 def _guarded(cluster: Cluster) -> Cluster:
     """Every other queue with minimum runtimes, so victim guards protect jobs (the unit-by-unit walk)."""
     queues = [
-        dataclasses.replace(q, preempt_min_runtime=600.0, reclaim_min_runtime=600.0) if i % 2 else q
+        msgspec.structs.replace(q, preempt_min_runtime=600.0, reclaim_min_runtime=600.0) if i % 2 else q
         for i, q in enumerate(cluster.queues)
     ]
     return dataclasses.replace(cluster, queues=queues)

@@ -22,7 +22,9 @@ import pathlib
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+
+from msgspec.structs import replace
 
 from benchmarks.clusters import allocate_manifests
 from kai.cli import json_text

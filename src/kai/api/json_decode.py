@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import copy
 from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -148,8 +147,7 @@ class _Undecodable(Exception):
     """A `spec` or `status` text msgspec cannot decode to Python values (a number out of range)."""
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Decoded:
+class Decoded(msgspec.Struct, frozen=True, kw_only=True):
     """The documents of one file (their raw mappings as `json.loads` gives them; a `JsonDocument` for those
     this module read), and the typed object of each that this module read (None: the caller checks and
     parses that document as any other)."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -28,10 +27,7 @@ from kai.api.priority import PriorityClass, parse_priority_class
 from kai.api.queue import Queue, parse_queue
 
 
-# Workload, Namespace and ConfigMap: dataclasses, not msgspec Structs, as the simulator copies API objects
-# through `__dataclass_fields__`
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Workload:
+class Workload(msgspec.Struct, frozen=True, kw_only=True):
     """A controller-managed object (Deployment, RayCluster, PyTorchJob, ...): metadata plus raw body."""
 
     meta: ObjectMeta
@@ -49,13 +45,11 @@ class Workload:
         return self.meta.name
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Namespace:
+class Namespace(msgspec.Struct, frozen=True, kw_only=True):
     meta: ObjectMeta
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ConfigMap:
+class ConfigMap(msgspec.Struct, frozen=True, kw_only=True):
     meta: ObjectMeta
     data: Mapping[str, str]
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from kai.api.errors import Source
 from kai.api.fields import Reader
@@ -16,15 +17,13 @@ GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 DEFAULT_GPU_MEMORY_MIB = 100  # KAI's DefaultGpuMemory when the label is missing
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Taint:
+class Taint(msgspec.Struct, frozen=True, kw_only=True):
     key: str
     value: str
     effect: str  # NoSchedule, PreferNoSchedule, NoExecute
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Node:
+class Node(msgspec.Struct, frozen=True, kw_only=True):
     meta: ObjectMeta
     allocatable: Mapping[str, float]  # cpu millicores, memory bytes, others base units; pods a count
     taints: tuple[Taint, ...]
@@ -46,8 +45,7 @@ class Node:
         return value if value > 0 else DEFAULT_GPU_MEMORY_MIB
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class NodeBody:
+class NodeBody(msgspec.Struct, frozen=True, kw_only=True):
     """What a node's spec and status say, apart from its metadata (nodes of one type share one)."""
 
     allocatable: Mapping[str, float]

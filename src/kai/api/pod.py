@@ -7,7 +7,6 @@ container, plus pod overhead; a resource given only as a limit is requested at t
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -32,31 +31,27 @@ GPU_GROUP_LABEL = "runai-gpu-group"
 PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class NodeSelectorRequirement:
+class NodeSelectorRequirement(msgspec.Struct, frozen=True, kw_only=True):
     key: str
     operator: str  # In, NotIn, Exists, DoesNotExist, Gt, Lt
     values: tuple[str, ...]
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class NodeSelectorTerm:
+class NodeSelectorTerm(msgspec.Struct, frozen=True, kw_only=True):
     """All expressions must hold; `fields` are matchFields on `metadata.name`."""
 
     expressions: tuple[NodeSelectorRequirement, ...]
     fields: tuple[NodeSelectorRequirement, ...] = ()
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Toleration:
+class Toleration(msgspec.Struct, frozen=True, kw_only=True):
     key: str
     operator: str  # Equal or Exists
     value: str
     effect: str  # "" matches every effect
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class GpuShare:
+class GpuShare(msgspec.Struct, frozen=True, kw_only=True):
     """A GPU-sharing request: a portion of each of `num_devices` devices, by fraction or by memory."""
 
     fraction: float | None
@@ -231,8 +226,7 @@ def parse_gpu_share(annotations: Mapping[str, str], requests: Mapping[str, float
     return GpuShare(fraction=fraction, memory_mib=memory, num_devices=devices)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class PodBody:
+class PodBody(msgspec.Struct, frozen=True, kw_only=True):
     """What a pod's spec and status say, apart from its metadata (pods of a gang share one)."""
 
     scheduler_name: str

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -99,9 +98,7 @@ class SubGroup(msgspec.Struct, frozen=True, kw_only=True):
     min_sub_group: int | None = None  # children that must be satisfied; None: all of them
 
 
-# a dataclass, not a msgspec Struct: the simulator copies API objects through `__dataclass_fields__`
-@dataclass(frozen=True, kw_only=True, slots=True)
-class PodGroup:
+class PodGroup(msgspec.Struct, frozen=True, kw_only=True):
     meta: ObjectMeta
     min_member: int
     queue: str

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from kai.api.errors import Source
 from kai.api.fields import Reader
@@ -20,9 +21,7 @@ DEFAULT_PRIORITY_CLASSES: Mapping[str, int] = {
 DEFAULT_PRIORITY_CLASS = "train"
 
 
-# a dataclass, not a msgspec Struct: the simulator copies API objects through `__dataclass_fields__`
-@dataclass(frozen=True, kw_only=True, slots=True)
-class PriorityClass:
+class PriorityClass(msgspec.Struct, frozen=True, kw_only=True):
     meta: ObjectMeta
     value: int
     preemption_policy: str  # PreemptLowerPriority or Never

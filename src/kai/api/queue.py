@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -31,9 +30,7 @@ class QueueResource(msgspec.Struct, frozen=True, kw_only=True):
     over_quota_weight: float
 
 
-# a dataclass, not a msgspec Struct: the simulator copies API objects through `__dataclass_fields__`
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Queue:
+class Queue(msgspec.Struct, frozen=True, kw_only=True):
     meta: ObjectMeta
     display_name: str
     parent: str | None

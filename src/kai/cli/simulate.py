@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from typing import NoReturn
 
 import click
+from msgspec.structs import replace
 
 from kai.api.errors import InputError
 from kai.api.fields import parse_duration, parse_timestamp

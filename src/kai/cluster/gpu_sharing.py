@@ -24,7 +24,6 @@ This module holds the rules, pure (no I/O, no clock); the Kubernetes adapter per
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -104,9 +103,7 @@ def account_reservations(ours: Sequence[PodState], foreign: Sequence[PodState]) 
 
 
 # ------------------------------------------------------------------------------------------ reservations
-# a dataclass, not a msgspec Struct: `kai.kubernetes.reservations` changes it with `dataclasses.replace`
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Reservation:
+class Reservation(msgspec.Struct, frozen=True, kw_only=True):
     """A reservation pod as the cluster shows it (or as the adapter just created it)."""
 
     pod: str  # namespace/name

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Protocol
 
@@ -117,9 +116,7 @@ class ReclaimScenario(msgspec.Struct, frozen=True, kw_only=True):
     allocated_np: Matrix
 
 
-# a dataclass, not a msgspec Struct: `kai.cli` and `kai.replay` change it with `dataclasses.replace`
-@dataclass(frozen=True, kw_only=True, slots=True)
-class SchedulerConfig:
+class SchedulerConfig(msgspec.Struct, frozen=True, kw_only=True):
     """Scheduler settings that influence decisions (the adapter parses them from YAML)."""
 
     actions: tuple[str, ...] = ("allocate", "consolidation", "reclaim", "preempt", "stalegangeviction")
@@ -134,8 +131,8 @@ class SchedulerConfig:
     k_value: float = 1.0
     queue_depth_per_action: int = 0  # 0: unlimited
     # scenarios reclaim, preempt or consolidation may simulate per cycle, by action or "default"; 0: no limit
-    max_action_scenarios: dict[str, int] = field(default_factory=dict)
-    plugins: dict[str, dict[str, object]] = field(default_factory=dict)
+    max_action_scenarios: dict[str, int] = msgspec.field(default_factory=dict)
+    plugins: dict[str, dict[str, object]] = msgspec.field(default_factory=dict)
     eviction_mode: str = "delete"  # on a cluster: delete the pod, or "eviction" through the Eviction API
 
 

@@ -22,6 +22,8 @@ from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 from kai.api.fields import format_timestamp
 from kai.cluster import effects as fx
 from kai.core.decisions import Placement
@@ -40,8 +42,7 @@ def _split(key: str) -> ObjectKey:
     return (namespace, name)
 
 
-@dataclass(slots=True)
-class Counters:
+class Counters(msgspec.Struct):
     """What the applier did, for metrics and tests."""
 
     binds: int = 0

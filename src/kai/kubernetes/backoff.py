@@ -8,11 +8,11 @@ that failed together do not come back together.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+
+import msgspec
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Backoff:
+class Backoff(msgspec.Struct, frozen=True, kw_only=True):
     """How long to wait before retry number `attempt` (1 for the first retry)."""
 
     initial: float = 0.8

@@ -15,9 +15,7 @@ yet seen come back through a watch, as kube-scheduler's "assumed" pods:
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -40,8 +38,7 @@ from kai.scheduler.cycle import CLOCK_ANNOTATIONS
 ObjectKey = tuple[str, str]  # (namespace, name)
 
 
-@dataclass(slots=True)
-class CachedPod:
+class CachedPod(msgspec.Struct):
     pod: Pod
     raw: Mapping[str, Any]
     ours: bool
@@ -49,8 +46,7 @@ class CachedPod:
     gpu_groups: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class Assumed:
+class Assumed(msgspec.Struct, frozen=True):
     """A decision sent to the API server whose result the watch has not shown yet."""
 
     status: TaskStatus  # RUNNING (bind sent) or RELEASING (eviction sent)
@@ -59,14 +55,12 @@ class Assumed:
     since: float = 0.0
 
 
-@dataclass(frozen=True, slots=True)
-class Nomination:
+class Nomination(msgspec.Struct, frozen=True):
     node: str
     gpu_groups: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class PlanSnapshot:
+class PlanSnapshot(msgspec.Struct, frozen=True):
     """What the effects planner reads of the cluster, taken together with the cycle's snapshot."""
 
     waiting: Mapping[str, Sequence[str]]
@@ -124,7 +118,7 @@ def _without_clocks(podgroup: PodGroup) -> PodGroup:
     if not any(k in CLOCK_ANNOTATIONS for k in annotations):
         return podgroup
     kept = {k: v for k, v in annotations.items() if k not in CLOCK_ANNOTATIONS}
-    return dataclasses.replace(podgroup, meta=msgspec.structs.replace(podgroup.meta, annotations=kept))
+    return msgspec.structs.replace(podgroup, meta=msgspec.structs.replace(podgroup.meta, annotations=kept))
 
 
 def _same_for_cycle(before: PodState, after: PodState) -> bool:

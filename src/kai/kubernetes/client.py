@@ -23,7 +23,6 @@ import ssl
 import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
@@ -79,8 +78,7 @@ def is_transient(err: BaseException) -> bool:
     return isinstance(err, ApiError) and (err.code == 429 or err.code >= 500)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ClientOptions:
+class ClientOptions(msgspec.Struct, frozen=True, kw_only=True):
     """Connection settings; `qps <= 0` disables the client-side rate limit."""
 
     qps: float = 50.0

@@ -30,9 +30,10 @@ import socket
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
+
+import msgspec
 
 from kai.kubernetes.client import ApiError, ApiUnreachable, KubeClient
 from kai.kubernetes.resources import LEASES
@@ -47,13 +48,12 @@ def default_identity() -> str:
     return f"{socket.gethostname()}_{uuid.uuid4().hex[:12]}"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LeaseConfig:
+class LeaseConfig(msgspec.Struct, frozen=True, kw_only=True):
     """Where the lease lives, who we are, and client-go's timing (seconds)."""
 
     namespace: str = "kai-scheduler"
     name: str = "kai-scheduler"
-    identity: str = field(default_factory=default_identity)
+    identity: str = msgspec.field(default_factory=default_identity)
     lease_duration: float = 15.0
     renew_deadline: float = 10.0
     retry_period: float = 2.0

@@ -7,9 +7,10 @@ server and the webhooks are imported (`kai.kubernetes.serve` imports those while
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from kai.cluster.reservation_names import RESERVATION_APP, RESERVATION_NAMESPACE
 
@@ -20,8 +21,7 @@ DEFAULT_IMAGE = "kai-resource-reservation:0.1.0"
 DEFAULT_HOST = "kai-scheduler-webhook.kai-scheduler.svc"  # the chart's Service, in the chart's default namespace
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ReservationSettings:
+class ReservationSettings(msgspec.Struct, frozen=True, kw_only=True):
     """How reservation pods are made (the `--resource-reservation-*` flags of `kai run`)."""
 
     namespace: str = RESERVATION_NAMESPACE
@@ -32,8 +32,7 @@ class ReservationSettings:
     cdi: bool = False  # NVIDIA_VISIBLE_DEVICES as CDI device names
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class WebhookSettings:
+class WebhookSettings(msgspec.Struct, frozen=True, kw_only=True):
     """What the pod webhooks apply (`--scheduler-name`, `--gpu-sharing`, `--gpu-pod-runtime-class`)."""
 
     scheduler_name: str = "kai-scheduler"
@@ -41,8 +40,7 @@ class WebhookSettings:
     runtime_class: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class WebhookOptions:
+class WebhookOptions(msgspec.Struct, frozen=True, kw_only=True):
     """`kai run --webhook` and its `--webhook-*` flags."""
 
     settings: WebhookSettings
@@ -54,8 +52,7 @@ class WebhookOptions:
     configuration: str = "kai-scheduler"
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class RunOptions:
+class RunOptions(msgspec.Struct, frozen=True, kw_only=True):
     kubeconfig: str | None
     context: str | None
     config: SchedulerConfig | None = None  # None: the defaults (`SchedulerConfig()`)
@@ -70,5 +67,5 @@ class RunOptions:
     health_address: str = "127.0.0.1:8081"
     qps: float = 50.0
     burst: int = 300
-    reservations: ReservationSettings = field(default_factory=ReservationSettings)
+    reservations: ReservationSettings = msgspec.field(default_factory=ReservationSettings)
     webhook: WebhookOptions | None = None  # serve the admission webhooks (`--webhook`)

@@ -19,7 +19,6 @@ does `kai run`. This module is the Kubernetes side:
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import secrets
 import string
@@ -27,6 +26,8 @@ import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from kai.api import pod as api_pod
 from kai.api.fields import parse_timestamp
@@ -89,8 +90,7 @@ def _reservation_name(node: str) -> str:
     return f"{NAME_PREFIX}-{node}-{suffix}"[:253]
 
 
-@dataclass(slots=True)
-class _Seen:
+class _Seen(msgspec.Struct):
     reservation: sharing.Reservation
     failed: str | None  # why the pod failed (phase Failed), if it did
 
@@ -276,7 +276,7 @@ class DeviceReservations:
 
 
 def _terminating(reservation: sharing.Reservation) -> sharing.Reservation:
-    return dataclasses.replace(reservation, terminating=True)
+    return msgspec.structs.replace(reservation, terminating=True)
 
 
 def _created(meta: Mapping[str, Any]) -> float:

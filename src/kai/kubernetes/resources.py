@@ -8,16 +8,15 @@ custom resources are spelled out. The catalogue below holds the kinds `kai run` 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from urllib.parse import quote
 
+import msgspec
 from lightkube.core import resource as lk_resource
 from lightkube.resources import apiextensions_v1, apps_v1, batch_v1, coordination_v1, core_v1, events_v1
 from lightkube.resources import scheduling_v1 as k8s_scheduling_v1
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ApiResource:
+class ApiResource(msgspec.Struct, frozen=True, kw_only=True):
     """One kind of API object as the REST API addresses it (group "" is the core group)."""
 
     group: str

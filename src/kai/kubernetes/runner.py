@@ -43,6 +43,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+import msgspec
+
 from kai.cluster import effects as fx
 from kai.cluster import explaining, gpu_sharing
 from kai.cluster.state import cycle_snapshot
@@ -91,8 +93,7 @@ class _CacheHandler:
         self.on_change()
 
 
-@dataclass(slots=True)
-class CycleReport:
+class CycleReport(msgspec.Struct):
     """What one cycle did (for logs, metrics and tests)."""
 
     started: float
@@ -102,7 +103,7 @@ class CycleReport:
     effects: tuple[fx.Effect, ...]
     skipped: bool = False  # nothing changed since a settled cycle: its result stands
     # every PodGroup waiting after the cycle: (queue, the reason its condition gives), by namespace/name
-    pending: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    pending: Mapping[str, tuple[str, str]] = msgspec.field(default_factory=dict)
 
 
 @dataclass

@@ -22,9 +22,9 @@ import datetime
 import ipaddress
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -54,8 +54,7 @@ RENEW_BEFORE = datetime.timedelta(days=30)
 CA_RECHECK = 30.0  # seconds between checks that the webhook configurations carry the CA
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ServingCertificate:
+class ServingCertificate(msgspec.Struct, frozen=True, kw_only=True):
     ca: bytes  # PEM
     cert: bytes  # PEM
     key: bytes  # PEM

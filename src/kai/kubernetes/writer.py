@@ -38,8 +38,9 @@ import random
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from kai.kubernetes import client as kc
 from kai.kubernetes import resources
@@ -50,8 +51,7 @@ STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 REPORT_YIELD = 30.0  # seconds a report waits at most for the decisions in flight to be sent
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Outcome:
+class Outcome(msgspec.Struct, frozen=True, kw_only=True):
     ok: bool
     code: int | None = None
     message: str = ""

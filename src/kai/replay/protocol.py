@@ -34,9 +34,9 @@ Pure, no side effects; reading the trace is `kai.replay.trace`'s job.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TypeVar
 
+import msgspec
 import numpy as np
 import numpy.typing as npt
 
@@ -50,8 +50,7 @@ BoolArray = npt.NDArray[np.bool_]
 PAPER_LOAD = 1.3  # the paper inflates every trace to 130% of the cluster's GPU capacity
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class InflatedWorkload:
+class InflatedWorkload(msgspec.Struct, frozen=True, kw_only=True):
     """An arrival sequence: `order[i]` is the index (into the trace's pod list) of the i-th arrival."""
 
     order: IntArray
@@ -154,8 +153,7 @@ def target_from_pods(
     return distribution.target(models=models, popularity_threshold=popularity_threshold)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class AllocationCurve:
+class AllocationCurve(msgspec.Struct, frozen=True, kw_only=True):
     """Per arrival: cumulative arrived GPU request and allocated GPU milli, as % of cluster GPUs."""
 
     arrived_pct: FloatArray
@@ -188,8 +186,7 @@ def allocation_curve(
     )
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ReplayMetrics:
+class ReplayMetrics(msgspec.Struct, frozen=True, kw_only=True):
     cluster_gpus: int
     arrived_pct: float  # total request of all arrivals, % of cluster GPUs
     allocation_at_full_load_pct: float | None  # right after arrived load first reaches 100%

@@ -10,8 +10,8 @@ protocol), so no time passes and nothing is evicted.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
 
+import msgspec
 import numpy as np
 
 from kai.actions.common.placement import place_tasks
@@ -35,8 +35,7 @@ QUEUE = "replay"
 Progress = Callable[[int, int], None]
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class SeedResult:
+class SeedResult(msgspec.Struct, frozen=True, kw_only=True):
     policy: str
     seed: int
     metrics: protocol.ReplayMetrics
@@ -144,7 +143,7 @@ def replay_seed(
         queues=_queues(),
         priority_classes={"train": default_priority_class("train", 50)},
     )
-    config = replace(
+    config = msgspec.structs.replace(
         SchedulerConfig(),
         actions=(),
         gpu_placement=policy,

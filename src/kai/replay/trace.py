@@ -22,9 +22,9 @@ from __future__ import annotations
 import csv
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
+import msgspec
 import numpy as np
 import numpy.typing as npt
 
@@ -61,8 +61,7 @@ class TraceError(ValueError):
         self.column = column
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class TraceNode:
+class TraceNode(msgspec.Struct, frozen=True, kw_only=True):
     name: str  # column `sn`
     cpu_milli: int
     memory_mib: int
@@ -70,8 +69,7 @@ class TraceNode:
     gpu_model: str  # column `model`; "" = no GPU model
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class TracePod:
+class TracePod(msgspec.Struct, frozen=True, kw_only=True):
     name: str
     cpu_milli: int
     memory_mib: int
@@ -99,14 +97,12 @@ class TracePod:
         )
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Trace:
+class Trace(msgspec.Struct, frozen=True, kw_only=True):
     nodes: tuple[TraceNode, ...]
     pods: tuple[TracePod, ...]
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class PodColumns:
+class PodColumns(msgspec.Struct, frozen=True, kw_only=True):
     """The numeric pod columns as read-only arrays, one entry per pod in list order."""
 
     cpu_milli: npt.NDArray[np.int64]
@@ -245,8 +241,7 @@ def _rows(path: Path, required: tuple[str, ...]) -> Iterator[tuple[int, dict[str
             yield reader.line_num, dict(zip(header, cells, strict=True))
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class _Cells:
+class _Cells(msgspec.Struct, frozen=True, kw_only=True):
     path: Path
     line: int
     row: dict[str, str]

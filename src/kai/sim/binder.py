@@ -11,15 +11,15 @@ writes are planned with every other write (`kai.cluster.effects.bind_metadata`).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+
+import msgspec
 
 from kai.cluster.gpu_sharing import device_env
 
 
-@dataclass(slots=True)
-class NodeDevices:
+class NodeDevices(msgspec.Struct):
     capacity: int
-    holders: dict[int, str] = field(default_factory=dict)  # device index -> "pod:<ns/name>" | "group:<id>"
+    holders: dict[int, str] = msgspec.field(default_factory=dict)  # device index -> "pod:<ns/name>" | "group:<id>"
 
     def free(self) -> Iterator[int]:
         """The free device indices, lowest first, found lazily: a node may declare a huge capacity
@@ -33,8 +33,7 @@ class NodeDevices:
         return None
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Binding:
+class Binding(msgspec.Struct, frozen=True, kw_only=True):
     devices: tuple[int, ...]
     env: dict[str, str]
 

@@ -17,12 +17,10 @@ they happened, for people who want to read the story (`kai sim --timeline`).
 from __future__ import annotations
 
 import copy
-import dataclasses
 import hashlib
 import heapq
 import itertools
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
@@ -60,8 +58,7 @@ CREATE_AT_ANNOTATION = "sim.kai.scheduler/create-at"
 _FINISHED = (TaskStatus.SUCCEEDED, TaskStatus.FAILED)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class EvictionRecord:
+class EvictionRecord(msgspec.Struct, frozen=True, kw_only=True):
     time: float
     pod: str
     podgroup: str
@@ -79,11 +76,10 @@ class EventRecord(msgspec.Struct):
     message: str
 
 
-@dataclass(slots=True)
-class Totals:
+class Totals(msgspec.Struct):
     cycles: int = 0
-    evictions: list[EvictionRecord] = field(default_factory=list)
-    events: list[EventRecord] = field(default_factory=list)
+    evictions: list[EvictionRecord] = msgspec.field(default_factory=list)
+    events: list[EventRecord] = msgspec.field(default_factory=list)
 
 
 def _uid(sequence: int, seed: str) -> str:
@@ -260,12 +256,9 @@ class Simulation:
         if isinstance(obj, Pod):
             return msgspec.structs.replace(obj, meta=stamped), None
         body = stamped_document(raw, stamped)
-        cls = type(obj)
-        fields = {f: getattr(obj, f) for f in obj.__dataclass_fields__}
-        fields["meta"] = stamped
-        if cls is Workload:
-            fields["raw"] = body
-        return cls(**fields), body
+        if isinstance(obj, Workload):
+            return msgspec.structs.replace(obj, meta=stamped, raw=body), body
+        return msgspec.structs.replace(obj, meta=stamped), body
 
     def _create_due(self) -> None:
         while self._pending and self._pending[0][0] <= self.now + 1e-9:
@@ -459,7 +452,7 @@ class Simulation:
         workload = self.workloads[key]
         raw = dict(workload.raw)
         raw["status"] = copy.deepcopy(dict(status))
-        self.workloads[key] = dataclasses.replace(workload, raw=raw)
+        self.workloads[key] = msgspec.structs.replace(workload, raw=raw)
         group = key[0].split("/", 1)[0]
         self.raw_objects[(workload.meta.namespace, group, workload.kind, workload.name)] = raw
 
@@ -705,7 +698,7 @@ class Simulation:
             annotations.pop(key, None)
         else:
             annotations[key] = value
-        group.podgroup = dataclasses.replace(
+        group.podgroup = msgspec.structs.replace(
             group.podgroup, meta=msgspec.structs.replace(meta, annotations=annotations)
         )
 

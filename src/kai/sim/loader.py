@@ -11,8 +11,9 @@ import itertools
 import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from kai.api import json_decode, kinds, strict
 from kai.api.errors import InputError, InputWarning, Source
@@ -25,12 +26,12 @@ URL_TIMEOUT_SECONDS = 30.0
 URL_MAX_BYTES = 256 * 1024 * 1024
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Loaded:
+class Loaded(msgspec.Struct, frozen=True, kw_only=True):
     objects: list[tuple[ApiObject, Mapping[str, Any]]]  # typed object and its raw document (never mutated)
     skipped: list[SkippedObject]
     errors: list[InputError]
-    warnings: list[InputWarning] = field(default_factory=list)  # usable input that likely does not do what was meant
+    # usable input that likely does not do what was meant
+    warnings: list[InputWarning] = msgspec.field(default_factory=list)
 
 
 def is_url(path: str) -> bool:

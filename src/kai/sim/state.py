@@ -9,7 +9,6 @@ Releasing -> gone (grace period over), Running -> Succeeded (duration elapsed).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -86,8 +85,7 @@ class SimPod(msgspec.Struct):
         self.status = to
 
 
-@dataclass(slots=True)
-class SimPodGroup:
+class SimPodGroup(msgspec.Struct):
     podgroup: PodGroup
     condition: Condition | None = None  # the scheduling condition of the last cycle
     last_start: float | None = None

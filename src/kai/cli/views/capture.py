@@ -8,8 +8,9 @@ simulation at once, so a view never reaches into the engine itself.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from kai.api import pod as api_pod
 from kai.api.node import GPU_MEMORY_LABEL, GPU_PRODUCT_LABEL
@@ -19,8 +20,7 @@ from kai.sim.engine import EventRecord, Simulation
 QUEUE_GROUP = "scheduling.run.ai"
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class PodAsk:
+class PodAsk(msgspec.Struct, frozen=True, kw_only=True):
     """What a pod requests: its GPU request as written, and CPU (millicores) and memory (bytes)."""
 
     gpu: str
@@ -28,8 +28,7 @@ class PodAsk:
     memory: float
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class NodeInfo:
+class NodeInfo(msgspec.Struct, frozen=True, kw_only=True):
     name: str
     gpu_model: str
     gpu_memory_mib: str
@@ -40,8 +39,7 @@ class NodeInfo:
     status: str  # Ready, NotReady, Ready,SchedulingDisabled (as kubectl)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class QueueSpec:
+class QueueSpec(msgspec.Struct, frozen=True, kw_only=True):
     """A queue as written: the `kubectl get queues` columns that print the spec verbatim."""
 
     priority: str  # "" when the spec leaves it out
@@ -49,8 +47,7 @@ class QueueSpec:
     applied: bool  # False for the default queues the simulator adds
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ClusterView:
+class ClusterView(msgspec.Struct, frozen=True, kw_only=True):
     doc: dict[str, Any]  # the `kai sim -o json` document at this moment
     start: float
     now: float

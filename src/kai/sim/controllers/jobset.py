@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from kai.sim.controllers import model, names, objects
 
@@ -39,8 +40,7 @@ RESTARTS_KEY = "jobset.sigs.k8s.io/restart-attempt"
 COORDINATOR_KEY = "jobset.sigs.k8s.io/coordinator"
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class _ReplicatedJob:
+class _ReplicatedJob(msgspec.Struct, frozen=True, kw_only=True):
     name: str
     replicas: int
     labels: dict[str, str]

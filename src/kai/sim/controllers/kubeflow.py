@@ -32,8 +32,9 @@ Notebook's labels and annotations.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from kai.sim.controllers import model, objects
 
@@ -49,8 +50,7 @@ RESTART_POLICIES = ("Always", "OnFailure", "Never", "ExitCode")
 CLEAN_POLICIES = ("None", "Running", "All")
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class _Kind:
+class _Kind(msgspec.Struct, frozen=True, kw_only=True):
     """How one training-operator job kind differs from the others."""
 
     kind: str
@@ -121,8 +121,7 @@ MPI_V1 = _Kind(
 )
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class _Replica:
+class _Replica(msgspec.Struct, frozen=True, kw_only=True):
     """One validated replica spec."""
 
     type: str

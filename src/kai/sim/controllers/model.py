@@ -12,8 +12,9 @@ time it wants to be reconciled again (`requeue_at`, as controller-runtime's Requ
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
+
+import msgspec
 
 # A raw Kubernetes object as parsed from YAML or JSON (apiVersion, kind, metadata, spec, status).
 Obj = Mapping[str, Any]
@@ -36,8 +37,7 @@ class NameSource(Protocol):
         ...
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ObjectRef:
+class ObjectRef(msgspec.Struct, frozen=True, kw_only=True):
     """Names one object the store must delete (as the API server would: pods get their grace period)."""
 
     api_version: str
@@ -50,8 +50,7 @@ class ObjectRef:
         return f"{self.kind}/{self.namespace}/{self.name}"
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Event:
+class Event(msgspec.Struct, frozen=True, kw_only=True):
     """A Kubernetes-style event a controller reports about its owner (shown in `kai sim` events)."""
 
     type: str  # "Normal" or "Warning"
@@ -67,8 +66,7 @@ class Event:
         return f"{self.kind}/{self.namespace}/{self.name}"
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class SpecError:
+class SpecError(msgspec.Struct, frozen=True, kw_only=True):
     """A workload the controller cannot act on, naming the object, the field and how to fix it."""
 
     kind: str
@@ -82,8 +80,7 @@ class SpecError:
         return f"{self.kind} {self.namespace}/{self.name}: {self.field}: {self.message}. To fix: {self.hint}"
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Reconciliation:
+class Reconciliation(msgspec.Struct, frozen=True, kw_only=True):
     """What one reconcile pass asks the store to do.
 
     The store applies `delete` first, then `create` (in order), then replaces the owner's

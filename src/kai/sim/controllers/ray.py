@@ -28,8 +28,9 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from kai.sim.controllers import model, objects
 
@@ -52,8 +53,7 @@ MAX_REPLICAS = 2147483647
 _PROTECTED_LABELS = (NODE_TYPE_LABEL, GROUP_LABEL, CLUSTER_LABEL)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class WorkerGroup:
+class WorkerGroup(msgspec.Struct, frozen=True, kw_only=True):
     """One worker group, validated."""
 
     name: str
@@ -66,8 +66,7 @@ class WorkerGroup:
     spec: dict[str, Any]
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ClusterSpec:
+class ClusterSpec(msgspec.Struct, frozen=True, kw_only=True):
     """A validated RayClusterSpec."""
 
     suspended: bool
