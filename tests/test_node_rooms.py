@@ -2,10 +2,11 @@
 what it would compute afresh, bit for bit, whenever it is read: each node's free room, the nodes a
 preemptor may use, how many pods of each shape every node holds and their totals, the cluster's free
 room as an exact sum with the float sum made afresh inside its interval, the shared devices counted,
-and `could_free_enough`'s answer. Checked at random moments among random evictions, placements,
-rollbacks and commits (so kept values lag by one change or many), on the reclaim benchmark's cluster,
-on drawn clusters (cordoned nodes, node selectors, nodes being released) and with pods sharing GPUs.
-Deterministic (seeded generators, derandomized examples).
+and `could_free_enough`'s answer; and what placement keeps (whether every node's free GPUs are
+whole). Checked at random moments among random evictions, placements, rollbacks and commits (so kept
+values lag by one change or many), on the reclaim benchmark's cluster, on drawn clusters (cordoned
+nodes, node selectors, nodes being released) and with pods sharing GPUs. Deterministic (seeded
+generators, derandomized examples).
 """
 
 from __future__ import annotations
@@ -20,12 +21,13 @@ from benchmarks.clusters import reclaim_cluster
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kai.actions.common import placement
 from kai.actions.common import rooms as rooms_lib
 from kai.actions.common.bounds import SLACK, could_free_enough
 from kai.actions.common.solver import _Scan, _shapes
 from kai.core import fit as fit_lib
 from kai.core.model import Task, TaskStatus
-from kai.core.resources import QUEUE_RESOURCES
+from kai.core.resources import GPU, QUEUE_RESOURCES
 from kai.core.session import SchedulerConfig, Session
 from kai.core.statement import Statement
 from kai.scheduler.cycle import open_session
@@ -93,6 +95,7 @@ def _check(session: Session, groups: list[list[Task]], rng: random.Random) -> No
     for low, high, total in zip(*bounds, per_node.sum(axis=0).tolist(), strict=True):
         assert low <= total <= high
     assert free.devices == sum(len(devices) for devices in session.devices.values())
+    assert placement._whole_free_gpus(session) == placement._whole(session.free(GPU))
 
 
 def _operate(session: Session, seed: int, steps: int) -> int:

@@ -271,6 +271,9 @@ class Session:
         # placement's last fit of a task shape sharing no GPU (request bytes, constraint), with the
         # length of node_log when it was computed: a like task's fit recomputes only the nodes logged since
         self.shape_fits: dict[tuple[bytes, int], tuple[Fit, int]] = {}
+        # placement's last finding on whether every node's free GPUs are whole numbers, with the length
+        # of node_log then: while they were, only the nodes logged since are looked at again
+        self.whole_free_gpus: tuple[int, bool] | None = None
 
     # ----------------------------------------------------------------- extension points
     def refresh_shared_rooms(self, node: int) -> None:

@@ -123,8 +123,20 @@ def _packs(session: Session, task: Task) -> bool:
 
 def _whole_free_gpus(session: Session) -> bool:
     """Every node's free GPUs (idle or being released) are whole numbers (`_whole`). Placing whole GPUs
-    keeps it so."""
-    return _whole(session.free(GPU))
+    keeps it so. Kept per session (`Session.whole_free_gpus`): once they were, only the nodes logged
+    since (`Session.node_log`: every statement operation on a node) are looked at again, not every node
+    at every gang."""
+    log = session.node_log
+    known = session.whole_free_gpus
+    if known is not None and known[1]:
+        if known[0] == len(log):
+            return True
+        changed = np.fromiter(set(log[known[0] :]), dtype=np.int64)
+        whole = _whole(session.free(GPU, changed))
+    else:
+        whole = _whole(session.free(GPU))
+    session.whole_free_gpus = (len(log), whole)
+    return whole
 
 
 def _whole(free: Vector) -> bool:
@@ -206,7 +218,7 @@ class _PackedRun(msgspec.Struct):
             fit = _current(session, fits[self.shape], task)
             fits[self.shape] = (fit, set())
             fitting = np.flatnonzero(fit.now)
-            self.order = fitting[np.argsort(session.free(GPU)[fitting], kind="stable")]
+            self.order = fitting[np.argsort(session.free(GPU, fitting), kind="stable")]
             self.position = -1
         self.position += 1
         if self.position >= len(self.order):
