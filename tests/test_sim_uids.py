@@ -1,9 +1,7 @@
 """The uids the simulated cluster gives the objects it stores: a UUID shape that starts with the creation
-sequence number, so objects created at the same instant order by uid as they came in.
-
-The store makes the uids of its whole input at once (`_uids`); they are the ones it gives an object
-created on its own (`_uid`), numbered in the order of creation: objects that come with a uid keep it
-and take no number, and an object whose create-at time is still to come is numbered when it comes.
+sequence number, so objects created at the same instant order by uid as they came in. They are numbered
+in the order of creation: objects that come with a uid keep it and take no number, and an object whose
+create-at time is still to come is numbered when it comes.
 """
 
 from __future__ import annotations
@@ -12,21 +10,10 @@ import pathlib
 from typing import Any
 
 import yaml
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from kai.core.session import SchedulerConfig
-from kai.sim.engine import Simulation, _uid, _uids
+from kai.sim.engine import Simulation, _uid
 from kai.sim.loader import load_paths
-
-
-@settings(max_examples=60, derandomize=True, database=None, deadline=None)
-@given(
-    seeds=st.lists(st.text(max_size=30), max_size=300),
-    first=st.sampled_from([0, 1, 2, 1000, 0xFFFFFF00, 2**32 - 300, 2**32 - 64, 2**32 + 5]),
-)
-def test_uids_made_together_are_those_made_one_at_a_time(seeds: list[str], first: int) -> None:
-    assert _uids(first, seeds) == [_uid(first + i, seed) for i, seed in enumerate(seeds)]
 
 
 def _pod(name: str, annotations: dict[str, str] | None = None, uid: str = "") -> dict[str, Any]:
@@ -44,7 +31,7 @@ def _pod(name: str, annotations: dict[str, str] | None = None, uid: str = "") ->
 
 
 def test_the_input_is_numbered_in_the_order_it_is_created(tmp_path: pathlib.Path) -> None:
-    names = [f"p{i:03d}" for i in range(100)]  # more than `_uids` makes one at a time
+    names = [f"p{i:03d}" for i in range(100)]
     docs = []
     for name in names:
         if name == "p005":

@@ -24,7 +24,6 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any
 
 import msgspec
-import numpy as np
 
 from kai.api import pod as api_pod
 from kai.api.errors import InputError
@@ -87,33 +86,6 @@ def _uid(sequence: int, seed: str) -> str:
     created at the same instant order by uid as they came in (earlier documents are older)."""
     digest = hashlib.sha1(seed.encode()).hexdigest()
     return f"{sequence:08x}-{digest[8:12]}-4{digest[13:16]}-8{digest[17:20]}-{digest[20:32]}"
-
-
-def _uids(first: int, seeds: Sequence[str]) -> list[str]:
-    """`_uid(first + i, seed)` of each seed, made at once (the store stamps its whole input at the start):
-    a SHA-1 per seed, then the characters of all the uids together, as columns of one array (half the
-    time of one at a time)."""
-    count = len(seeds)
-    if count < 64 or first + count > 1 << 32:  # few, or sequence numbers longer than 8 hex digits
-        return [_uid(first + i, seed) for i, seed in enumerate(seeds)]
-    sha1 = hashlib.sha1
-    hexdigests = b"".join([sha1(seed.encode()).digest() for seed in seeds]).hex().encode()
-    digest = np.frombuffer(hexdigests, dtype=np.uint8).reshape(count, 40)
-    sequences = np.arange(first, first + count, dtype=">u4").tobytes().hex().encode()  # 8 hex digits each
-    chars = np.empty((count, 37), dtype=np.uint8)  # each uid, then a space
-    chars[:, 0:8] = np.frombuffer(sequences, dtype=np.uint8).reshape(count, 8)
-    chars[:, 8] = ord("-")
-    chars[:, 9:13] = digest[:, 8:12]
-    chars[:, 13] = ord("-")
-    chars[:, 14] = ord("4")
-    chars[:, 15:18] = digest[:, 13:16]
-    chars[:, 18] = ord("-")
-    chars[:, 19] = ord("8")
-    chars[:, 20:23] = digest[:, 17:20]
-    chars[:, 23] = ord("-")
-    chars[:, 24:36] = digest[:, 20:32]
-    chars[:, 36] = ord(" ")
-    return chars.tobytes().decode("ascii").split()
 
 
 class Simulation:
@@ -196,13 +168,8 @@ class Simulation:
         if not has_default_queue:
             for q in defaults.default_queues(created=self.start - 1):
                 self.queues[q.name] = q
-        # the uids of the objects that come without one, made together, in the order they are created
-        seeds = [f"{obj.meta.namespace}/{obj.meta.name}" for obj, _ in due if not obj.meta.uid]
-        first = next(self._uid_counter)
-        uids = iter(_uids(first, seeds))
-        self._uid_counter = itertools.count(first + len(seeds))
         for obj, raw in due:
-            self.create(obj, raw, uid="" if obj.meta.uid else next(uids))
+            self.create(obj, raw)
         # the pods the input has on nodes hold devices, bound in the order of their keys
         bound = sorted(
             [
@@ -245,12 +212,11 @@ class Simulation:
         return [(obj, raw) for _, _, obj, raw in due]
 
     # ----------------------------------------------------------------- object creation
-    def _stamp(self, obj: ApiObject, raw: Mapping[str, Any], uid: str) -> tuple[ApiObject, dict[str, Any] | None]:
-        """Give an object the uid and creation time the API server would (the uid: its own, else `uid` if
-        one was made for it, else the store's next); with its stored document, except for a pod
-        (`SimPod.raw` makes a pod's when it is read)."""
+    def _stamp(self, obj: ApiObject, raw: Mapping[str, Any]) -> tuple[ApiObject, dict[str, Any] | None]:
+        """Give an object the uid and creation time the API server would; with its stored document, except
+        for a pod (`SimPod.raw` makes a pod's when it is read)."""
         old = obj.meta
-        uid = old.uid or uid or _uid(next(self._uid_counter), f"{old.namespace}/{old.name}")
+        uid = old.uid or _uid(next(self._uid_counter), f"{old.namespace}/{old.name}")
         created = old.creation_timestamp if old.creation_timestamp is not None else self.now
         stamped = old.stamped(uid=uid, created=created)
         if isinstance(obj, Pod):
@@ -265,9 +231,9 @@ class Simulation:
             _, _, obj, raw = heapq.heappop(self._pending)
             self.create(obj, raw)
 
-    def create(self, obj: ApiObject, raw: Mapping[str, Any], *, uid: str = "") -> None:
-        """Store an object as the API server would (`_stamp`); `uid`: the one made for it (`_uids`), if any."""
-        obj, body = self._stamp(obj, raw, uid)
+    def create(self, obj: ApiObject, raw: Mapping[str, Any]) -> None:
+        """Store an object as the API server would (`_stamp`)."""
+        obj, body = self._stamp(obj, raw)
         meta = obj.meta
         if body is None:  # a pod (of kind Pod in group ""): found by `lookup` among the pods
             assert isinstance(obj, Pod)
